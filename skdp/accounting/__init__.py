@@ -1,0 +1,53 @@
+"""Privacy accounting: events, Rényi-DP curves, conversions and calibration.
+
+Pure numpy/scipy. Solvers describe what they ran as *events*
+(:class:`GaussianEvent`, :class:`PoissonGaussianEvent`,
+:class:`ExponentialMechanismEvent`, :class:`NoisyIterationEvent`); the
+:class:`RDPAccountant` turns them into a :class:`PrivacySpent`.
+"""
+
+from ._accountant import NEIGHBOURING_RELATIONS, RDPAccountant, event_rdp
+from ._calibration import account, calibrate_noise_multiplier
+from ._last_iterate import (
+    gradient_step_lipschitz,
+    last_iterate_coefficient,
+    logistic_constants,
+)
+from ._rdp import (
+    DEFAULT_ORDERS,
+    gaussian_rdp,
+    poisson_gaussian_rdp,
+    poisson_gaussian_rdp_replace_one,
+    pure_dp_rdp,
+    rdp_to_epsilon,
+)
+from ._spent import PrivacySpent, compose_spent
+from .events import (
+    ExponentialMechanismEvent,
+    GaussianEvent,
+    NoisyIterationEvent,
+    PoissonGaussianEvent,
+)
+
+__all__ = [
+    "DEFAULT_ORDERS",
+    "NEIGHBOURING_RELATIONS",
+    "ExponentialMechanismEvent",
+    "GaussianEvent",
+    "NoisyIterationEvent",
+    "PoissonGaussianEvent",
+    "PrivacySpent",
+    "RDPAccountant",
+    "account",
+    "calibrate_noise_multiplier",
+    "compose_spent",
+    "event_rdp",
+    "gaussian_rdp",
+    "gradient_step_lipschitz",
+    "last_iterate_coefficient",
+    "logistic_constants",
+    "poisson_gaussian_rdp",
+    "poisson_gaussian_rdp_replace_one",
+    "pure_dp_rdp",
+    "rdp_to_epsilon",
+]

@@ -1,0 +1,138 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from skdp._cli import main
+from skdp.accounting import NoisyIterationEvent, PoissonGaussianEvent, account
+
+BASE = ["account", "--n", "10000", "--batch-size", "500", "--epochs", "5"]
+
+
+def run_json(capsys, *extra):
+    assert main([*BASE, *extra, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_account_poisson_matches_accountant(capsys):
+    out = run_json(
+        capsys,
+        "--noise-multiplier",
+        "1.2",
+        "--delta",
+        "1e-5",
+        "--sampling",
+        "poisson",
+        "--neighbouring",
+        "add-remove",
+    )
+    expected = account(
+        PoissonGaussianEvent(0.05, 1.2, count=100), 1e-5, neighbouring="add-remove"
+    )
+    assert out["epsilon"] == pytest.approx(expected.epsilon)
+    assert {"epsilon", "delta", "noise_multiplier", "order", "bound"} <= set(out)
+    assert out["bound"] == "poisson-subsampled-gaussian"
+
+
+def test_account_cyclic_composition_closed_form(capsys):
+    out = run_json(capsys, "--noise-multiplier", "4", "--delta", "1e-5")
+    expected = account(NoisyIterationEvent.cyclic_sgd([500] * 20, 5, 4.0), 1e-5)
+    assert out["epsilon"] == pytest.approx(expected.epsilon)
+    assert out["bound"] == "cyclic-composition"
+
+
+def test_account_last_iterate_competes(capsys):
+    common = ["--noise-multiplier", "4", "--delta", "1e-5", "--sampling", "cyclic"]
+    plain = run_json(capsys, *common)
+    last = run_json(
+        capsys,
+        *common,
+        "--clip-norm",
+        "1",
+        "--learning-rate",
+        "3",
+        "--l2",
+        "0.01",
+        "--row-norm",
+        "1",
+    )
+    assert last["bound"] == "cyclic-last-iterate"
+    assert last["epsilon"] < plain["epsilon"]
+    active = run_json(
+        capsys,
+        *common,
+        "--clip-norm",
+        "0.5",
+        "--learning-rate",
+        "3",
+        "--row-norm",
+        "1",
+    )
+    assert active["bound"] == "cyclic-composition"
+    assert any("clipping may be active" in note for note in active["notes"])
+
+
+def test_account_target_epsilon(capsys):
+    out = run_json(
+        capsys, "--target-epsilon", "1.0", "--delta", "1e-6", "--sampling", "shuffle"
+    )
+    assert 0.97 <= out["epsilon"] <= 1.0
+    again = run_json(
+        capsys,
+        "--noise-multiplier",
+        repr(out["noise_multiplier"]),
+        "--delta",
+        "1e-6",
+        "--sampling",
+        "shuffle",
+    )
+    assert again["epsilon"] == pytest.approx(out["epsilon"])
+
+
+def test_account_human_output(capsys):
+    assert main([*BASE, "--noise-multiplier", "2", "--delta", "1e-5"]) == 0
+    text = capsys.readouterr().out
+    assert "epsilon" in text and "bound" in text and "Rényi order" in text
+
+
+def test_account_errors(capsys):
+    code = main(
+        [
+            *BASE,
+            "--noise-multiplier",
+            "2",
+            "--delta",
+            "1e-5",
+            "--neighbouring",
+            "add-remove",
+        ]
+    )
+    assert code == 2
+    assert "replace-one only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*BASE, "--noise-multiplier", "-1", "--delta", "1e-5"])
+    with pytest.raises(SystemExit):
+        main([*BASE, "--noise-multiplier", "1", "--delta", "2"])
+    with pytest.raises(SystemExit):
+        main([*BASE, "--delta", "1e-5"])  # neither noise nor target
+
+
+def test_module_entry_point_runs():
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skdp",
+            *BASE,
+            "--noise-multiplier",
+            "2",
+            "--delta",
+            "1e-5",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(proc.stdout)["epsilon"] > 0
