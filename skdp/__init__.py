@@ -1,0 +1,18 @@
+"""skdp: differentially private learning that stays inside scikit-learn.
+
+Every fitted estimator exposes ``privacy_spent_``, a valid upper bound on the
+privacy loss of the mechanism that actually ran (see :mod:`skdp.accounting`).
+"""
+
+from . import accounting, datasets
+from .exceptions import OrderGridWarning, PrivacyLeakWarning
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "OrderGridWarning",
+    "PrivacyLeakWarning",
+    "__version__",
+    "accounting",
+    "datasets",
+]
