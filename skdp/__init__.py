@@ -6,10 +6,12 @@ privacy loss of the mechanism that actually ran (see :mod:`skdp.accounting`).
 
 from . import accounting, datasets
 from .exceptions import OrderGridWarning, PrivacyLeakWarning
+from .linear_model import DPLogisticRegression
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "DPLogisticRegression",
     "OrderGridWarning",
     "PrivacyLeakWarning",
     "__version__",

@@ -136,3 +136,14 @@ def test_module_entry_point_runs():
         check=True,
     )
     assert json.loads(proc.stdout)["epsilon"] > 0
+
+
+def test_demo_trains_on_adult_and_reports_privacy(capsys):
+    assert main(["demo", "--epsilon", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "LogisticRegression (non-private)" in out
+    rows = [line for line in out.splitlines() if line.startswith("DPLogistic")]
+    assert len(rows) == 3
+    for row in rows:
+        accuracy, epsilon = float(row.split()[2]), float(row.split()[3])
+        assert accuracy > 0.8 and epsilon <= 2.0

@@ -1,0 +1,5 @@
+"""Private linear models."""
+
+from ._logistic import DPLogisticRegression
+
+__all__ = ["DPLogisticRegression"]

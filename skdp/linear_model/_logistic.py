@@ -1,0 +1,334 @@
+"""DPLogisticRegression: logistic regression trained by DP-SGD or DP-SGLD."""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import expit, log_softmax, softmax
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from .._solvers._sgd import make_plan, run_logistic_sgd
+from ..accounting import account, calibrate_noise_multiplier
+from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
+from ..utils._validation import check_sample_weight, default_delta, enable_progress
+
+__all__ = ["DPLogisticRegression"]
+
+# Defaults chosen on the benchmarks of docs/benchmarks.md.
+_DEFAULT_BATCH_SIZE = 1024
+_DEFAULT_EPOCHS = 20
+
+
+class DPLogisticRegression(ClassifierMixin, BaseEstimator):
+    """Logistic regression with differential privacy, by DP-SGD or DP-SGLD.
+
+    Binary or multinomial (softmax). Rows are projected onto a ball of public
+    radius ``row_norm`` (a per-record map, free of privacy cost); per-example
+    gradients are clipped; Gaussian noise is added at every step; only the last
+    iterate is released. ``epsilon`` and ``delta`` are targets: the noise is
+    calibrated in ``fit`` so that the reported spend never exceeds them.
+
+    Parameters
+    ----------
+    epsilon : float or None, default=1.0
+        Target epsilon. ``None`` to fix ``noise_multiplier`` instead.
+    delta : float or None, default=None
+        Target delta; ``None`` uses ``min(1e-5, n ** -1.1)``, well below ``1/n``.
+    noise_multiplier : float or None, default=None
+        Used only when ``epsilon is None``: std of the noise added to the sum of
+        clipped per-example gradients divided by the clip norm (DP-SGLD: the
+        Langevin ``sigma`` divided by the clip norm).
+    solver : {"dp-sgd", "dp-sgld"}, default="dp-sgd"
+    batch_sampling : {"shuffle", "cyclic", "poisson"}, default="shuffle"
+        ``"cyclic"``: batches in the data's order (public); ``"shuffle"``: in a
+        secret random order drawn once, then visited cyclically; ``"poisson"``:
+        each record joins each batch independently.
+    batch_size : int, default=1024
+        Batch size (expected size for Poisson); capped at ``n``.
+    epochs : int, default=20
+    learning_rate : float or "auto", default="auto"
+        ``"auto"``: ``1 / (beta + alpha)`` with ``beta`` the smoothness of the
+        loss on rows of norm ``row_norm``, so every step is non-expansive.
+    lr_schedule : {"constant", "decreasing"}, default="constant"
+        ``"decreasing"``: ``learning_rate / (1 + epoch)``.
+    alpha : float, default=1e-4
+        L2 penalty ``alpha / 2 ||w||^2`` on all coefficients, intercept included
+        (strong convexity is what lets the last-iterate bound stop growing).
+    l1_ratio : float, default=0.0
+        Share of ``alpha`` put on an L1 penalty, applied by its prox.
+    row_norm : float, default=1.0
+        Public bound on the L2 norm of each row of ``X``; larger rows are scaled
+        down to it (silently: reporting which rows were clipped would leak).
+    max_grad_norm : float or "auto", default="auto"
+        Per-example gradient clip norm. ``"auto"``: the largest gradient norm
+        possible on rows of norm ``row_norm``, so clipping is never active and
+        the last-iterate bound applies.
+    projection_radius : float or None, default=None
+        Project the iterate onto a ball of this radius after each step.
+    fit_intercept : bool, default=True
+    neighbouring : {"replace-one", "add-remove"}, default="replace-one"
+        ``"add-remove"`` only with Poisson batches.
+    random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+        Log a line per epoch (no loss: it would read the data unprotected).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : int
+        Number of noisy steps.
+    noise_multiplier_ : float
+    delta_ : float
+    privacy_spent_ : skdp.accounting.PrivacySpent
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string feature names.
+
+    Notes
+    -----
+    **Privacy.** Unit of privacy: one row of ``(X, y)``. Neighbouring relation:
+    replace-one by default (add/remove for Poisson batches on request). Public:
+    the number of rows, the classes present, ``row_norm`` and every parameter.
+    Accountant: Rényi DP. Cyclic and shuffled batches report the smaller of the
+    composition bound (valid for any loss) and the last-iterate bound by shifted
+    Rényi divergence (valid when clipping is inactive, which ``"auto"``
+    settings guarantee); shuffled order also averages over the secret position
+    of the differing record. Poisson batches use the subsampled Gaussian bound
+    (replace-one via the weak triangle inequality). The whole budget goes to
+    the one training run. DP-SGLD is accounted by the same bounds, never by the
+    DP-SGLD paper's Theorem 3.1, which is false for minibatches.
+    """
+
+    _parameter_constraints = {
+        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
+        "noise_multiplier": [Interval(Real, 0, None, closed="neither"), None],
+        "solver": [StrOptions({"dp-sgd", "dp-sgld"})],
+        "batch_sampling": [StrOptions({"shuffle", "cyclic", "poisson"})],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "epochs": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "lr_schedule": [StrOptions({"constant", "decreasing"})],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both")],
+        "row_norm": [Interval(Real, 0, None, closed="neither")],
+        "max_grad_norm": [
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "projection_radius": [Interval(Real, 0, None, closed="neither"), None],
+        "fit_intercept": ["boolean"],
+        "neighbouring": [StrOptions({"replace-one", "add-remove"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=None,
+        noise_multiplier=None,
+        solver="dp-sgd",
+        batch_sampling="shuffle",
+        batch_size=_DEFAULT_BATCH_SIZE,
+        epochs=_DEFAULT_EPOCHS,
+        learning_rate="auto",
+        lr_schedule="constant",
+        alpha=1e-4,
+        l1_ratio=0.0,
+        row_norm=1.0,
+        max_grad_norm="auto",
+        projection_radius=None,
+        fit_intercept=True,
+        neighbouring="replace-one",
+        random_state=None,
+        verbose=0,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.noise_multiplier = noise_multiplier
+        self.solver = solver
+        self.batch_sampling = batch_sampling
+        self.batch_size = batch_size
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.lr_schedule = lr_schedule
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.row_norm = row_norm
+        self.max_grad_norm = max_grad_norm
+        self.projection_radius = projection_radius
+        self.fit_intercept = fit_intercept
+        self.neighbouring = neighbouring
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_settings(self):
+        if self.epsilon is None and self.noise_multiplier is None:
+            raise ValueError(
+                "Set a target epsilon, or epsilon=None with a noise_multiplier."
+            )
+        if self.neighbouring == "add-remove" and self.batch_sampling != "poisson":
+            raise ValueError(
+                "neighbouring='add-remove' needs batch_sampling='poisson': with "
+                "cyclic batches, adding a record shifts every later batch."
+            )
+
+    def _plan(self, n_samples, n_classes):
+        row_norm = self._effective_row_norm()
+        return make_plan(
+            n_samples=n_samples,
+            n_classes=n_classes,
+            row_norm=row_norm,
+            batch_size=self.batch_size,
+            epochs=self.epochs,
+            sampling=self.batch_sampling,
+            solver=self.solver,
+            learning_rate=self.learning_rate,
+            lr_schedule=self.lr_schedule,
+            l2=self.alpha * (1.0 - self.l1_ratio),
+            l1=self.alpha * self.l1_ratio,
+            clip_norm=self.max_grad_norm,
+            projection_radius=self.projection_radius,
+        )
+
+    def _effective_row_norm(self):
+        if self.fit_intercept:
+            return math.sqrt(self.row_norm**2 + 1.0)
+        return float(self.row_norm)
+
+    def privacy_plan(self, n_samples, n_classes=2):
+        """Noise and privacy of a fit on ``n_samples`` rows, without any data.
+
+        The spend depends only on the parameters and ``n`` (public), never on
+        the data, so it can be known before fitting (and summed over a search,
+        see :func:`skdp.model_selection.search_privacy`).
+
+        Parameters
+        ----------
+        n_samples : int
+        n_classes : int, default=2
+
+        Returns
+        -------
+        noise_multiplier : float
+        privacy_spent : skdp.accounting.PrivacySpent
+        delta : float
+        """
+        self._validate_params()
+        self._check_settings()
+        if n_samples < 1 or n_classes < 2:
+            raise ValueError("n_samples must be >= 1 and n_classes >= 2.")
+        plan = self._plan(int(n_samples), int(n_classes))
+        delta = default_delta(n_samples) if self.delta is None else self.delta
+        if self.epsilon is None:
+            z = float(self.noise_multiplier)
+            spent = account(plan.events(z), delta, neighbouring=self.neighbouring)
+        else:
+            z, spent = calibrate_noise_multiplier(
+                plan.events, self.epsilon, delta, neighbouring=self.neighbouring
+            )
+        return z, spent, delta
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model privately.
+
+        Parameters
+        ----------
+        X : array-like or memmap of shape (n_samples, n_features)
+            A memmap is read batch by batch, never copied whole.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None
+            Weights in [0, 1] (they scale a record's gradient down, so the
+            privacy guarantee is unchanged); larger weights are refused.
+
+        Returns
+        -------
+        self : DPLogisticRegression
+        """
+        self._check_settings()
+        X, y = validate_data(
+            self, X, y, dtype=[np.float64, np.float32], copy=False, y_numeric=False
+        )
+        check_classification_targets(y)
+        weights = check_sample_weight(sample_weight, X.shape[0])
+        encoder = LabelEncoder().fit(y)
+        classes = encoder.classes_
+        if classes.size < 2:
+            raise ValueError(
+                f"y contains only one class ({classes[0]!r}); DPLogisticRegression "
+                "needs at least two classes."
+            )
+        z, _, delta = self.privacy_plan(X.shape[0], classes.size)
+        plan = self._plan(X.shape[0], classes.size)
+        codes = encoder.transform(y)
+        Y = codes.astype(float) if classes.size == 2 else np.eye(classes.size)[codes]
+        rng = np.random.default_rng(
+            check_random_state(self.random_state).randint(2**31)
+        )
+        with enable_progress(self.verbose):
+            W, events = run_logistic_sgd(
+                X,
+                Y,
+                plan,
+                z,
+                row_norm=self._effective_row_norm(),
+                fit_intercept=self.fit_intercept,
+                rng=rng,
+                sample_weight=weights,
+                verbose=self.verbose,
+            )
+        spent = account(events, delta, neighbouring=self.neighbouring)
+        if spent.epsilon > (self.epsilon or math.inf) * (1 + 1e-9):
+            raise RuntimeError("Internal error: the run spent more than its target.")
+        if self.fit_intercept:
+            self.coef_, self.intercept_ = W[:-1].T.copy(), W[-1].copy()
+        else:
+            self.coef_, self.intercept_ = W.T.copy(), np.zeros(W.shape[1])
+        self.classes_ = classes
+        self.n_iter_ = plan.n_steps
+        self.noise_multiplier_ = z
+        self.delta_ = delta
+        self.privacy_spent_ = spent
+        return self
+
+    def decision_function(self, X):
+        """Scores: 1-d for binary problems, ``(n, n_classes)`` otherwise."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        scores = X @ self.coef_.T + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities, columns in the order of ``classes_``."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = expit(scores)
+            return np.column_stack([1.0 - p, p])
+        return softmax(scores, axis=1)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack(
+                [-np.logaddexp(0, scores), -np.logaddexp(0, -scores)]
+            )
+        return log_softmax(scores, axis=1)
+
+    def predict(self, X):
+        """Most probable class of each row."""
+        scores = self.decision_function(X)
+        index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
+        return self.classes_[index]

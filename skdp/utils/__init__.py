@@ -1,0 +1,1 @@
+"""Internal helpers (validation, scikit-learn compatibility)."""

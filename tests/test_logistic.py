@@ -1,0 +1,241 @@
+import logging
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import Normalizer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skdp.accounting import account
+from skdp.linear_model import DPLogisticRegression
+
+WEIGHT_REASON = (
+    "weights above 1 multiply a record's influence and are refused for privacy"
+)
+EXPECTED_FAILURES = {
+    "check_sample_weights_list": WEIGHT_REASON,
+    "check_sample_weights_not_overwritten": WEIGHT_REASON,
+    "check_sample_weight_equivalence_on_dense_data": WEIGHT_REASON,
+}
+
+
+@parametrize_with_checks(
+    [
+        DPLogisticRegression(random_state=0),
+        DPLogisticRegression(epsilon=1000.0, random_state=0),
+        DPLogisticRegression(
+            solver="dp-sgld", batch_sampling="poisson", random_state=0
+        ),
+    ],
+    expected_failed_checks=lambda est: EXPECTED_FAILURES,
+)
+def test_sklearn_conformance(estimator, check):
+    check(estimator)
+
+
+def binary_data(n=600, d=5, seed=0):
+    X, y = make_classification(
+        n_samples=n, n_features=d, n_informative=3, n_redundant=0, random_state=seed
+    )
+    return X / np.linalg.norm(X, axis=1).max(), y
+
+
+@pytest.mark.parametrize(
+    "sampling, bound",
+    [("cyclic", "cyclic-"), ("shuffle", "shuffled-"), ("poisson", "poisson-")],
+)
+@pytest.mark.parametrize("solver", ["dp-sgd", "dp-sgld"])
+@pytest.mark.parametrize("epsilon", [0.3, 2.0])
+def test_spend_meets_target_and_names_the_sampler_run(sampling, bound, solver, epsilon):
+    X, y = binary_data()
+    model = DPLogisticRegression(
+        epsilon=epsilon,
+        batch_sampling=sampling,
+        solver=solver,
+        batch_size=64,
+        epochs=3,
+        random_state=0,
+    ).fit(X, y)
+    spent = model.privacy_spent_
+    assert 0.97 * epsilon <= spent.epsilon <= epsilon
+    assert spent.bound.startswith(bound)
+    assert spent.delta == model.delta_ == min(1e-5, len(y) ** -1.1)
+    assert "Theorem" not in spent.bound
+
+
+def test_last_iterate_bound_used_when_enforced_and_not_when_clipping_active():
+    X, y = binary_data()
+    auto = DPLogisticRegression(batch_sampling="cyclic", random_state=0).fit(X, y)
+    assert auto.privacy_spent_.bound == "cyclic-last-iterate"
+    clipped = DPLogisticRegression(
+        batch_sampling="cyclic", max_grad_norm=0.1, random_state=0
+    ).fit(X, y)
+    assert clipped.privacy_spent_.bound == "cyclic-composition"
+
+
+def test_privacy_plan_without_data_equals_fit():
+    X, y = binary_data()
+    est = DPLogisticRegression(epsilon=0.5, batch_size=100, epochs=4, random_state=1)
+    z, spent, delta = est.privacy_plan(len(y), n_classes=2)
+    est.fit(X, y)
+    assert z == est.noise_multiplier_
+    assert spent == est.privacy_spent_
+    assert not hasattr(DPLogisticRegression(), "privacy_spent_")
+
+
+def test_fixed_noise_multiplier_reports_its_spend():
+    X, y = binary_data()
+    est = DPLogisticRegression(epsilon=None, noise_multiplier=3.0, batch_size=100)
+    est.fit(X, y)
+    assert est.noise_multiplier_ == 3.0
+    plan = est._plan(len(y), 2)
+    expected = account(plan.events(3.0), est.delta_)
+    assert est.privacy_spent_.epsilon == pytest.approx(expected.epsilon)
+
+
+def test_add_remove_only_with_poisson():
+    X, y = binary_data()
+    with pytest.raises(ValueError, match="poisson"):
+        DPLogisticRegression(neighbouring="add-remove").fit(X, y)
+    model = DPLogisticRegression(
+        neighbouring="add-remove", batch_sampling="poisson", random_state=0
+    ).fit(X, y)
+    assert model.privacy_spent_.neighbouring == "add-remove"
+
+
+def test_accuracy_binary_learns_at_moderate_epsilon():
+    X, y = load_breast_cancer(return_X_y=True)
+    lo, hi = X.min(axis=0), X.max(axis=0)  # stand-in for public bounds
+    X = (X - lo) / (hi - lo)
+    rng = np.random.default_rng(0)
+    test = rng.random(len(y)) < 0.25
+    accs = [
+        DPLogisticRegression(epsilon=8.0, row_norm=2.0, epochs=100, random_state=s)
+        .fit(X[~test], y[~test])
+        .score(X[test], y[test])
+        for s in range(3)
+    ]
+    # Non-private LogisticRegression: 0.977 on this split.
+    assert np.mean(accs) > 0.92
+
+
+def test_multinomial_digits():
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    model = DPLogisticRegression(
+        epsilon=8.0, row_norm=4.0, epochs=100, random_state=0
+    ).fit(X[:1400], y[:1400])
+    assert model.coef_.shape == (10, 64) and model.intercept_.shape == (10,)
+    proba = model.predict_proba(X[1400:])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_allclose(np.log(proba), model.predict_log_proba(X[1400:]))
+    assert model.score(X[1400:], y[1400:]) > 0.75  # chance is 0.1
+
+
+def test_binary_shapes_and_string_labels():
+    X, y = binary_data()
+    labels = np.array(["no", "yes"])[y]
+    model = DPLogisticRegression(random_state=0).fit(X, labels)
+    assert model.coef_.shape == (1, X.shape[1])
+    assert model.decision_function(X).shape == (len(y),)
+    assert set(model.predict(X)) <= {"no", "yes"}
+    np.testing.assert_allclose(
+        np.log(model.predict_proba(X)), model.predict_log_proba(X), atol=1e-12
+    )
+
+
+def test_same_seed_same_model_and_pickle_round_trip():
+    X, y = binary_data()
+    a = DPLogisticRegression(random_state=3).fit(X, y)
+    b = clone(a).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    c = DPLogisticRegression(random_state=4).fit(X, y)
+    assert not np.array_equal(a.coef_, c.coef_)
+    restored = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(restored.predict_proba(X), a.predict_proba(X))
+    assert restored.privacy_spent_ == a.privacy_spent_
+
+
+def test_pipeline_cross_val_and_grid_search_over_epsilon():
+    X, y = binary_data(n=400)
+    pipe = make_pipeline(Normalizer(), DPLogisticRegression(random_state=0))
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.shape == (3,)
+    search = GridSearchCV(
+        pipe, {"dplogisticregression__epsilon": [0.5, 4.0]}, cv=2, n_jobs=2
+    ).fit(X, y)
+    best = search.best_estimator_[-1]
+    assert best.privacy_spent_.epsilon <= best.epsilon
+
+
+def test_memmap_input(tmp_path):
+    X, y = binary_data(n=500)
+    path = tmp_path / "X.dat"
+    mm = np.memmap(path, dtype=np.float32, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    ro = np.memmap(path, dtype=np.float32, mode="r", shape=X.shape)
+    model = DPLogisticRegression(random_state=0, batch_size=128).fit(ro, y)
+    assert model.score(X, y) > 0.6
+
+
+def test_sample_weight_in_unit_interval():
+    X, y = binary_data()
+    w = np.random.default_rng(0).random(len(y))
+    DPLogisticRegression(random_state=0).fit(X, y, sample_weight=w)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        DPLogisticRegression().fit(X, y, sample_weight=w * 3)
+    with pytest.raises(ValueError, match="zero"):
+        DPLogisticRegression().fit(X, y, sample_weight=np.zeros(len(y)))
+
+
+@pytest.mark.parametrize(
+    "params, data, match",
+    [
+        ({}, "nan", "NaN"),
+        ({}, "inf", "infinity"),
+        ({}, "one-class", "one class"),
+        ({}, "bad-y", "inconsistent"),
+        ({"epsilon": 0.0}, None, "epsilon"),
+        ({"epsilon": -1.0}, None, "epsilon"),
+        ({"delta": 1.0}, None, "delta"),
+        ({"delta": 0.0}, None, "delta"),
+        ({"epsilon": None}, None, "noise_multiplier"),
+        ({"row_norm": 0.0}, None, "row_norm"),
+    ],
+)
+def test_bad_input_clear_error_and_state_unchanged(params, data, match):
+    X, y = binary_data()
+    model = DPLogisticRegression(random_state=0).fit(X, y)
+    before = {k: v for k, v in vars(model).items() if k.endswith("_")}
+    X_bad, y_bad = X.copy(), y.copy()
+    if data == "nan":
+        X_bad[3, 1] = np.nan
+    elif data == "inf":
+        X_bad[3, 1] = np.inf
+    elif data == "one-class":
+        y_bad[:] = 1
+    elif data == "bad-y":
+        y_bad = y_bad[:-1]
+    model.set_params(**params)
+    with pytest.raises(ValueError, match=match):
+        model.fit(X_bad, y_bad)
+    after = {k: v for k, v in vars(model).items() if k.endswith("_")}
+    assert after.keys() == before.keys()
+    for key, value in before.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(after[key], value)
+        else:
+            assert after[key] == value
+
+
+def test_verbose_logs_one_line_per_epoch(caplog):
+    X, y = binary_data()
+    with caplog.at_level(logging.INFO, logger="skdp"):
+        DPLogisticRegression(epochs=3, verbose=1, random_state=0).fit(X, y)
+    lines = [r for r in caplog.records if "epoch" in r.getMessage()]
+    assert len(lines) == 3
