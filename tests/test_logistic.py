@@ -77,6 +77,18 @@ def test_last_iterate_bound_used_when_enforced_and_not_when_clipping_active():
     assert clipped.privacy_spent_.bound == "cyclic-composition"
 
 
+def test_averaging_forfeits_the_last_iterate_bound():
+    X, y = binary_data()
+    last = DPLogisticRegression(batch_sampling="shuffle", random_state=0).fit(X, y)
+    assert last.privacy_spent_.bound == "shuffled-last-iterate"
+    averaged = DPLogisticRegression(
+        batch_sampling="shuffle", tail_fraction=0.5, random_state=0
+    ).fit(X, y)
+    assert averaged.privacy_spent_.bound == "shuffled-composition"
+    # Same target, so the averaged run needed more noise.
+    assert averaged.noise_multiplier_ > last.noise_multiplier_
+
+
 def test_privacy_plan_without_data_equals_fit():
     X, y = binary_data()
     est = DPLogisticRegression(epsilon=0.5, batch_size=100, epochs=4, random_state=1)
@@ -100,7 +112,9 @@ def test_fixed_noise_multiplier_reports_its_spend():
 def test_add_remove_only_with_poisson():
     X, y = binary_data()
     with pytest.raises(ValueError, match="poisson"):
-        DPLogisticRegression(neighbouring="add-remove").fit(X, y)
+        DPLogisticRegression(neighbouring="add-remove", batch_sampling="shuffle").fit(
+            X, y
+        )
     model = DPLogisticRegression(
         neighbouring="add-remove", batch_sampling="poisson", random_state=0
     ).fit(X, y)

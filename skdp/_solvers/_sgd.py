@@ -24,6 +24,16 @@ __all__ = ["SGDPlan", "make_plan", "run_logistic_sgd"]
 
 logger = logging.getLogger("skdp")
 
+# "auto" settings, chosen on benchmarks/bench_logistic.py (docs/benchmarks.md).
+# Cyclic and shuffled batches keep the last-iterate bound: step 1 / (beta + l2)
+# (non-expansive), clip norm at the gradient bound (clipping never active), last
+# iterate. Poisson batches are accounted by the subsampled Gaussian, which
+# holds whatever the step, clipping or averaging, so "auto" takes larger
+# steps, clips at a quarter of the bound and averages the last half.
+_AUTO_LR_FACTOR = {"cyclic": 1.0, "shuffle": 1.0, "poisson": 4.0}
+_AUTO_CLIP_FACTOR = {"cyclic": 1.0, "shuffle": 1.0, "poisson": 0.25}
+_AUTO_TAIL_FRACTION = {"cyclic": 0.0, "shuffle": 0.0, "poisson": 0.5}
+
 
 @dataclass(frozen=True)
 class SGDPlan:
@@ -50,6 +60,11 @@ class SGDPlan:
         Enforced bound ``G`` on per-example gradient norms (rows clipped).
     smoothness : float
     projection_radius : float or None
+    tail_fraction : float
+        Release the average of the iterates of the last ``tail_fraction`` of
+        the steps (0: the last iterate only). Averaging reads every iterate, so
+        it forfeits the last-iterate bound: only composition (cyclic) or the
+        subsampled Gaussian (Poisson) account such a run.
     """
 
     n_samples: int
@@ -65,6 +80,7 @@ class SGDPlan:
     gradient_bound: float
     smoothness: float
     projection_radius: float | None
+    tail_fraction: float = 0.0
 
     @property
     def n_steps(self):
@@ -107,7 +123,7 @@ class SGDPlan:
         sens_norm = min(self.clip_norm, self.gradient_bound)
         b = np.tile(np.asarray(self.batch_sizes, dtype=float), self.epochs)
         lipschitz = None
-        if self.clipping_inactive:
+        if self.clipping_inactive and self.tail_fraction == 0:
             lipschitz = gradient_step_lipschitz(
                 self.learning_rates, self.smoothness, self.l2
             )
@@ -142,13 +158,17 @@ def make_plan(
     l1,
     clip_norm,
     projection_radius,
+    tail_fraction="auto",
 ):
     """Build the :class:`SGDPlan` of a run from public quantities.
 
     ``row_norm`` bounds the rows fed to the loss (intercept column included).
-    ``learning_rate="auto"`` is ``1 / (smoothness + l2)``, inside the limit
-    ``2 / (smoothness + l2)`` that keeps each step non-expansive.
-    ``clip_norm="auto"`` is the gradient bound, so clipping is never active.
+    With cyclic or shuffled batches, ``learning_rate="auto"`` is
+    ``1 / (smoothness + l2)``, inside the limit ``2 / (smoothness + l2)`` that
+    keeps each step non-expansive, ``clip_norm="auto"`` is the gradient bound
+    (clipping never active) and ``tail_fraction="auto"`` is 0 (last iterate):
+    the last-iterate bound applies. With Poisson batches the "auto" values are
+    4 times that step, a quarter of the bound and the last half of the steps.
     """
     gradient_bound, smoothness = logistic_constants(row_norm, n_classes)
     batch_size = int(min(batch_size, n_samples))
@@ -159,14 +179,22 @@ def make_plan(
         sizes = (batch_size,) * (n_batches - 1) + (
             n_samples - batch_size * (n_batches - 1),
         )
-    eta0 = 1.0 / (smoothness + l2) if learning_rate == "auto" else float(learning_rate)
+    if learning_rate == "auto":
+        eta0 = _AUTO_LR_FACTOR[sampling] / (smoothness + l2)
+    else:
+        eta0 = float(learning_rate)
     steps = np.arange(n_batches * epochs)
     if lr_schedule == "constant":
         rates = np.full(steps.size, eta0)
     else:  # "decreasing": eta0 / (1 + epoch)
         rates = eta0 / (1.0 + steps // n_batches)
     rates.setflags(write=False)
-    clip = gradient_bound if clip_norm == "auto" else float(clip_norm)
+    if clip_norm == "auto":
+        clip = _AUTO_CLIP_FACTOR[sampling] * gradient_bound
+    else:
+        clip = float(clip_norm)
+    if tail_fraction == "auto":
+        tail_fraction = _AUTO_TAIL_FRACTION[sampling]
     return SGDPlan(
         n_samples=int(n_samples),
         n_classes=int(n_classes),
@@ -181,6 +209,7 @@ def make_plan(
         gradient_bound=gradient_bound,
         smoothness=smoothness,
         projection_radius=projection_radius,
+        tail_fraction=float(tail_fraction),
     )
 
 
@@ -286,6 +315,8 @@ def run_logistic_sgd(
     feature_norm = np.sqrt(row_norm**2 - 1.0) if fit_intercept else row_norm
     noise_sum = noise_multiplier * plan.clip_norm
     steps_per_epoch = len(plan.batch_sizes)
+    average_from = plan.n_steps - max(1, int(round(plan.tail_fraction * plan.n_steps)))
+    W_sum, n_averaged = np.zeros_like(W), 0
     for step, idx in _batches(plan, rng):
         eta = plan.learning_rates[step]
         Xb = _clip_rows(np.asarray(X[idx], dtype=float), feature_norm)
@@ -305,10 +336,13 @@ def run_logistic_sgd(
             std = np.sqrt(2.0 * eta) * noise_sum
             W = W - eta * drift + rng.normal(0.0, std, size=W.shape)
         W = _prox_and_project(W, plan, eta)
+        if step >= average_from:
+            W_sum += W
+            n_averaged += 1
         if verbose and (step + 1) % steps_per_epoch == 0:
             logger.info(
                 "epoch %d/%d done (no loss shown: it would read the data unprotected)",
                 (step + 1) // steps_per_epoch,
                 plan.epochs,
             )
-    return W, plan.events(noise_multiplier)
+    return W_sum / n_averaged, plan.events(noise_multiplier)

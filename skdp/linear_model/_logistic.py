@@ -19,7 +19,7 @@ from ..utils._validation import check_sample_weight, default_delta, enable_progr
 __all__ = ["DPLogisticRegression"]
 
 # Defaults chosen on the benchmarks of docs/benchmarks.md.
-_DEFAULT_BATCH_SIZE = 1024
+_DEFAULT_BATCH_SIZE = 256
 _DEFAULT_EPOCHS = 20
 
 
@@ -28,9 +28,11 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
 
     Binary or multinomial (softmax). Rows are projected onto a ball of public
     radius ``row_norm`` (a per-record map, free of privacy cost); per-example
-    gradients are clipped; Gaussian noise is added at every step; only the last
-    iterate is released. ``epsilon`` and ``delta`` are targets: the noise is
-    calibrated in ``fit`` so that the reported spend never exceeds them.
+    gradients are clipped; Gaussian noise is added at every step. The model is
+    the last iterate, or the average of the last iterates where the accountant
+    in force already treats every iterate as released. ``epsilon`` and
+    ``delta`` are targets: the noise is calibrated in ``fit`` so that the
+    reported spend never exceeds them.
 
     Parameters
     ----------
@@ -43,16 +45,20 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         clipped per-example gradients divided by the clip norm (DP-SGLD: the
         Langevin ``sigma`` divided by the clip norm).
     solver : {"dp-sgd", "dp-sgld"}, default="dp-sgd"
-    batch_sampling : {"shuffle", "cyclic", "poisson"}, default="shuffle"
+    batch_sampling : {"poisson", "shuffle", "cyclic"}, default="poisson"
+        ``"poisson"``: each record joins each batch independently (accounted by
+        the subsampled Gaussian; the most accurate in our benchmarks);
         ``"cyclic"``: batches in the data's order (public); ``"shuffle"``: in a
-        secret random order drawn once, then visited cyclically; ``"poisson"``:
-        each record joins each batch independently.
-    batch_size : int, default=1024
+        secret random order drawn once, then visited cyclically. Cyclic orders
+        stream data in fixed batches and are accounted by the last-iterate bound
+        with the "auto" settings.
+    batch_size : int, default=256
         Batch size (expected size for Poisson); capped at ``n``.
     epochs : int, default=20
     learning_rate : float or "auto", default="auto"
         ``"auto"``: ``1 / (beta + alpha)`` with ``beta`` the smoothness of the
-        loss on rows of norm ``row_norm``, so every step is non-expansive.
+        loss on rows of norm ``row_norm`` (every step non-expansive) for cyclic
+        and shuffled batches; four times that for Poisson batches.
     lr_schedule : {"constant", "decreasing"}, default="constant"
         ``"decreasing"``: ``learning_rate / (1 + epoch)``.
     alpha : float, default=1e-4
@@ -64,9 +70,15 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         Public bound on the L2 norm of each row of ``X``; larger rows are scaled
         down to it (silently: reporting which rows were clipped would leak).
     max_grad_norm : float or "auto", default="auto"
-        Per-example gradient clip norm. ``"auto"``: the largest gradient norm
-        possible on rows of norm ``row_norm``, so clipping is never active and
-        the last-iterate bound applies.
+        Per-example gradient clip norm. ``"auto"``, cyclic and shuffled: the
+        largest gradient norm possible on rows of norm ``row_norm``, so clipping
+        is never active and the last-iterate bound applies; Poisson: a quarter
+        of it.
+    tail_fraction : float in [0, 1) or "auto", default="auto"
+        Return the average of the iterates of this last fraction of the steps
+        (0: the last iterate). Averaging forfeits the last-iterate bound, so
+        cyclic and shuffled runs that average are accounted by composition.
+        ``"auto"``: 0.5 for Poisson batches, 0 otherwise.
     projection_radius : float or None, default=None
         Project the iterate onto a ball of this radius after each step.
     fit_intercept : bool, default=True
@@ -97,8 +109,9 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     the number of rows, the classes present, ``row_norm`` and every parameter.
     Accountant: Rényi DP. Cyclic and shuffled batches report the smaller of the
     composition bound (valid for any loss) and the last-iterate bound by shifted
-    Rényi divergence (valid when clipping is inactive, which ``"auto"``
-    settings guarantee); shuffled order also averages over the secret position
+    Rényi divergence (valid when clipping is inactive and only the last iterate
+    is returned, which the ``"auto"`` settings guarantee for these samplers);
+    shuffled order also averages over the secret position
     of the differing record. Poisson batches use the subsampled Gaussian bound
     (replace-one via the weak triangle inequality). The whole budget goes to
     the one training run. DP-SGLD is accounted by the same bounds, never by the
@@ -126,6 +139,10 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             StrOptions({"auto"}),
         ],
         "projection_radius": [Interval(Real, 0, None, closed="neither"), None],
+        "tail_fraction": [
+            Interval(Real, 0, 1, closed="left"),
+            StrOptions({"auto"}),
+        ],
         "fit_intercept": ["boolean"],
         "neighbouring": [StrOptions({"replace-one", "add-remove"})],
         "random_state": ["random_state"],
@@ -139,7 +156,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         delta=None,
         noise_multiplier=None,
         solver="dp-sgd",
-        batch_sampling="shuffle",
+        batch_sampling="poisson",
         batch_size=_DEFAULT_BATCH_SIZE,
         epochs=_DEFAULT_EPOCHS,
         learning_rate="auto",
@@ -149,6 +166,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         row_norm=1.0,
         max_grad_norm="auto",
         projection_radius=None,
+        tail_fraction="auto",
         fit_intercept=True,
         neighbouring="replace-one",
         random_state=None,
@@ -168,6 +186,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         self.row_norm = row_norm
         self.max_grad_norm = max_grad_norm
         self.projection_radius = projection_radius
+        self.tail_fraction = tail_fraction
         self.fit_intercept = fit_intercept
         self.neighbouring = neighbouring
         self.random_state = random_state
@@ -200,6 +219,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             l1=self.alpha * self.l1_ratio,
             clip_norm=self.max_grad_norm,
             projection_radius=self.projection_radius,
+            tail_fraction=self.tail_fraction,
         )
 
     def _effective_row_norm(self):
