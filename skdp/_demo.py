@@ -46,7 +46,7 @@ def run_demo(*, epsilon=1.0, random_state=0):
         f"{baseline.score(X_test, y_test):>9.4f}{'inf':>9}{'-':>10}  -  "
         f"({time.perf_counter() - start:.2f})"
     )
-    for sampling in ("shuffle", "cyclic", "poisson"):
+    for sampling in ("poisson", "shuffle", "cyclic"):
         model = DPLogisticRegression(
             epsilon=epsilon,
             batch_sampling=sampling,
