@@ -213,30 +213,55 @@ def make_plan(
     )
 
 
-def _clip_rows(X, row_norm):
-    """Project each row onto the ball of radius ``row_norm`` (per-record map)."""
-    norms = np.linalg.norm(X, axis=1)
-    scale = np.minimum(1.0, row_norm / np.maximum(norms, 1e-300))
-    return X * scale[:, None]
+def _row_norms(X, chunk=65536):
+    """L2 norm of every row, read in chunks (a memmap is never loaded whole)."""
+    out = np.empty(X.shape[0])
+    for lo in range(0, X.shape[0], chunk):
+        block = np.asarray(X[lo : lo + chunk], dtype=float)
+        out[lo : lo + chunk] = np.sqrt(np.einsum("ij,ij->i", block, block))
+    return out
 
 
-def _clipped_gradient_sum(W, Xb, Yb, clip_norm, binary, weights=None):
-    """Sum over the batch of per-example logistic gradients clipped to ``C``.
+def _clipped_gradient_sum(W, Xb, Yb, row_scale, row_norm, problem):
+    """Sum over the batch of clipped per-example logistic gradients.
 
+    Rows are first projected onto a ball (the per-record map
+    ``x -> row_scale * x``, done inside the products rather than on a copy),
+    then the intercept column of ones is appended implicitly.
     Per-example gradients are rank one, ``x_i r_i^T`` with residual
-    ``r_i = p_i - y_i``, so their norms ``||x_i|| ||r_i||`` and the clipped sum
-    ``X^T (r * c)`` cost two matrix products: no per-example tensor.
+    ``r_i = p_i - y_i``, so their norms are ``||x_i|| ||r_i||`` and the clipped
+    sum costs two matrix products over the batch: no per-example tensor.
+
+    Parameters
+    ----------
+    W : ndarray of shape (n_features + fit_intercept, n_outputs)
+    Xb : ndarray of shape (b, n_features)
+    Yb : ndarray of shape (b, n_outputs)
+    row_scale : ndarray of shape (b,)
+        ``min(1, feature_norm / ||x_i||)``.
+    row_norm : ndarray of shape (b,)
+        Norm of each projected row, intercept included.
+    problem : dict
+        ``binary``, ``fit_intercept``, ``clip_norm`` and optional ``weights``.
     """
-    scores = Xb @ W
-    if binary:
+    fit_intercept = problem["fit_intercept"]
+    coef = W[:-1] if fit_intercept else W
+    scores = (Xb @ coef) * row_scale[:, None]
+    if fit_intercept:
+        scores += W[-1]
+    if problem["binary"]:
         residual = expit(scores) - Yb
     else:
         residual = softmax(scores, axis=1) - Yb
-    if weights is not None:
-        residual = residual * weights[:, None]
-    norms = np.linalg.norm(Xb, axis=1) * np.linalg.norm(residual, axis=1)
-    factor = np.minimum(1.0, clip_norm / np.maximum(norms, 1e-300))
-    return Xb.T @ (residual * factor[:, None])
+    if problem["weights"] is not None:
+        residual *= problem["weights"][:, None]
+    norms = row_norm * np.linalg.norm(residual, axis=1)
+    factor = np.minimum(1.0, problem["clip_norm"] / np.maximum(norms, 1e-300))
+    residual *= factor[:, None]
+    grad = Xb.T @ (residual * row_scale[:, None])
+    if fit_intercept:
+        grad = np.vstack([grad, residual.sum(axis=0)])
+    return grad
 
 
 def _prox_and_project(W, plan, eta):
@@ -313,17 +338,28 @@ def run_logistic_sgd(
     W = np.zeros((d, n_out)) if init is None else np.array(init, dtype=float)
     Y2 = Y.reshape(-1, 1) if binary else Y
     feature_norm = np.sqrt(row_norm**2 - 1.0) if fit_intercept else row_norm
+    # Norms of the rows once per fit; projecting onto the ball of radius
+    # feature_norm scales row i by all_scales[i] (a per-record map).
+    raw_norms = _row_norms(X)
+    all_scales = np.minimum(1.0, feature_norm / np.maximum(raw_norms, 1e-300))
+    all_norms = raw_norms * all_scales
+    if fit_intercept:
+        all_norms = np.sqrt(all_norms**2 + 1.0)
     noise_sum = noise_multiplier * plan.clip_norm
     steps_per_epoch = len(plan.batch_sizes)
     average_from = plan.n_steps - max(1, int(round(plan.tail_fraction * plan.n_steps)))
     W_sum, n_averaged = np.zeros_like(W), 0
     for step, idx in _batches(plan, rng):
         eta = plan.learning_rates[step]
-        Xb = _clip_rows(np.asarray(X[idx], dtype=float), feature_norm)
-        if fit_intercept:
-            Xb = np.hstack([Xb, np.ones((Xb.shape[0], 1))])
-        wb = None if sample_weight is None else sample_weight[idx]
-        grad_sum = _clipped_gradient_sum(W, Xb, Y2[idx], plan.clip_norm, binary, wb)
+        Xb = np.asarray(X[idx], dtype=float)
+        scale, norm = all_scales[idx], all_norms[idx]
+        problem = {
+            "binary": binary,
+            "fit_intercept": fit_intercept,
+            "clip_norm": plan.clip_norm,
+            "weights": None if sample_weight is None else sample_weight[idx],
+        }
+        grad_sum = _clipped_gradient_sum(W, Xb, Y2[idx], scale, norm, problem)
         if plan.sampling == "poisson":
             denom = float(plan.batch_sizes[0])  # expected size: no data-dependent scale
         else:
