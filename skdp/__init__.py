@@ -4,7 +4,7 @@ Every fitted estimator exposes ``privacy_spent_``, a valid upper bound on the
 privacy loss of the mechanism that actually ran (see :mod:`skdp.accounting`).
 """
 
-from . import accounting, datasets, model_selection
+from . import accounting, datasets, model_selection, preprocessing
 from .exceptions import OrderGridWarning, PrivacyLeakWarning
 from .linear_model import DPLogisticRegression
 
@@ -18,4 +18,5 @@ __all__ = [
     "accounting",
     "datasets",
     "model_selection",
+    "preprocessing",
 ]

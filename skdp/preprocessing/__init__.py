@@ -1,0 +1,5 @@
+"""Preprocessing that keeps a Pipeline private end to end."""
+
+from ._scalers import BoundedScaler, DPStandardScaler
+
+__all__ = ["BoundedScaler", "DPStandardScaler"]

@@ -1,0 +1,161 @@
+"""Scalers: one free (declared public bounds), one private (Gaussian mechanism)."""
+
+import math
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ..accounting import GaussianEvent, calibrate_noise_multiplier
+from ..utils._sklearn import Interval, fit_context, validate_data
+from ..utils._validation import default_delta
+
+__all__ = ["BoundedScaler", "DPStandardScaler"]
+
+
+def _check_bounds(bounds, n_features):
+    """Per-feature ``(lower, upper)`` arrays from scalars or sequences."""
+    if bounds is None:
+        raise ValueError(
+            "bounds must be declared: a (lower, upper) pair of scalars or of "
+            "per-feature arrays, taken from public knowledge, never from the data."
+        )
+    try:
+        lower, upper = bounds
+    except (TypeError, ValueError):
+        raise ValueError("bounds must be a (lower, upper) pair.") from None
+    lower = np.broadcast_to(np.asarray(lower, dtype=float), (n_features,)).copy()
+    upper = np.broadcast_to(np.asarray(upper, dtype=float), (n_features,)).copy()
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+        raise ValueError("bounds must be finite.")
+    if np.any(upper <= lower):
+        raise ValueError("every upper bound must exceed its lower bound.")
+    return lower, upper
+
+
+class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Map each feature to [0, 1] by declared public bounds, clipping.
+
+    A per-record map: it reads nothing from the data (``fit`` only checks the
+    number of features), so it costs no privacy. The output rows have norm at
+    most ``sqrt(n_features)``, a public bound to pass as ``row_norm``.
+
+    Parameters
+    ----------
+    bounds : tuple (lower, upper)
+        Scalars, or arrays of shape (n_features,): public bounds per feature.
+
+    Attributes
+    ----------
+    lower_, upper_ : ndarray of shape (n_features_in_,)
+    row_norm_ : float
+        Public bound on the norm of transformed rows, ``sqrt(n_features)``.
+    n_features_in_ : int
+
+    Notes
+    -----
+    **Privacy.** Free: the bounds are public parameters and the map acts on
+    each record alone. Values outside the bounds are clipped, silently (saying
+    which rows were clipped would itself be a release).
+    """
+
+    _parameter_constraints = {"bounds": [tuple, list, None]}
+
+    def __init__(self, bounds=None):
+        self.bounds = bounds
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Check ``X``'s shape against the bounds; nothing is read from values."""
+        X = validate_data(self, X)
+        self.lower_, self.upper_ = _check_bounds(self.bounds, X.shape[1])
+        self.row_norm_ = math.sqrt(X.shape[1])
+        return self
+
+    def transform(self, X):
+        """Scale to [0, 1] by the declared bounds, clipping outside values."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False)
+        return np.clip((X - self.lower_) / (self.upper_ - self.lower_), 0.0, 1.0)
+
+
+class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Standardise with a mean and scale estimated under differential privacy.
+
+    Values are clipped to the declared bounds; the sums of ``x - lower`` and of
+    ``(x - lower)^2`` over the rows get Gaussian noise (replace-one L2
+    sensitivities ``||upper - lower||`` and ``||(upper - lower)^2||``), with one
+    noise multiplier calibrated so the pair spends at most ``(epsilon,
+    delta)``. The number of rows is public.
+
+    Parameters
+    ----------
+    bounds : tuple (lower, upper)
+        Public bounds per feature (scalars or arrays).
+    epsilon : float, default=0.5
+    delta : float or None, default=None
+        ``None``: ``min(1e-5, n ** -1.1)``.
+    random_state : int, RandomState instance or None, default=None
+
+    Attributes
+    ----------
+    mean_, scale_ : ndarray of shape (n_features_in_,)
+    noise_multiplier_ : float
+    privacy_spent_ : skdp.accounting.PrivacySpent
+    n_features_in_ : int
+
+    Notes
+    -----
+    **Privacy.** Unit: one row of ``X``; replace-one neighbours; public: the
+    bounds and ``n``. Accountant: Rényi DP, two Gaussian mechanisms composed.
+    Compose this spend with the downstream estimator's
+    (:func:`skdp.accounting.compose_spent`) for the Pipeline's total.
+    """
+
+    _parameter_constraints = {
+        "bounds": [tuple, list, None],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, bounds=None, *, epsilon=0.5, delta=None, random_state=None):
+        self.bounds = bounds
+        self.epsilon = epsilon
+        self.delta = delta
+        self.random_state = random_state
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Estimate mean and scale privately."""
+        X = validate_data(self, X)
+        lower, upper = _check_bounds(self.bounds, X.shape[1])
+        n = X.shape[0]
+        delta = default_delta(n) if self.delta is None else self.delta
+        z, spent = calibrate_noise_multiplier(
+            lambda z: [(GaussianEvent(z), 2)], self.epsilon, delta
+        )
+        rng = check_random_state(self.random_state)
+        width = upper - lower
+        shifted = np.clip(X, lower, upper) - lower
+        sens_first = float(np.linalg.norm(width))
+        sens_second = float(np.linalg.norm(width**2))
+        first = shifted.sum(axis=0) + rng.normal(0.0, z * sens_first, X.shape[1])
+        second = (shifted**2).sum(axis=0) + rng.normal(0.0, z * sens_second, X.shape[1])
+        mean = np.clip(first / n, 0.0, width)
+        var = np.clip(second / n - mean**2, 0.0, width**2 / 4.0)
+        # A noisy variance can vanish: floor the scale at 1% of the range.
+        self.scale_ = np.maximum(np.sqrt(var), 0.01 * width)
+        self.mean_ = mean + lower
+        self.lower_, self.upper_ = lower, upper
+        self.noise_multiplier_ = z
+        self.privacy_spent_ = spent
+        return self
+
+    def transform(self, X):
+        """Clip to the bounds, then standardise."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False)
+        return (np.clip(X, self.lower_, self.upper_) - self.mean_) / self.scale_
