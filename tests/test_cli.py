@@ -147,3 +147,19 @@ def test_demo_trains_on_adult_and_reports_privacy(capsys):
     for row in rows:
         accuracy, epsilon = float(row.split()[2]), float(row.split()[3])
         assert accuracy > 0.8 and epsilon <= 2.0
+
+
+def test_account_poisson_matches_dp_accounting(capsys):
+    dp = pytest.importorskip("dp_accounting")
+    from dp_accounting.rdp import RdpAccountant
+
+    from skdp.accounting import DEFAULT_ORDERS
+
+    out = run_json(
+        capsys, "--noise-multiplier", "0.9", "--delta", "1e-6", "--sampling",
+        "poisson", "--neighbouring", "add-remove",
+    )
+    reference = RdpAccountant(orders=[float(a) for a in DEFAULT_ORDERS if a > 1.01])
+    event = dp.PoissonSampledDpEvent(0.05, dp.GaussianDpEvent(0.9))
+    reference.compose(event, 100)
+    assert out["epsilon"] == pytest.approx(reference.get_epsilon(1e-6), rel=1e-6)
