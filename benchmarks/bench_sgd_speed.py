@@ -33,7 +33,7 @@ def main():
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     X = rng.normal(size=(args.n, args.d)) / np.sqrt(args.d)
-    y = (X @ rng.normal(size=args.d) > 0).astype(float)
+    y = (X @ rng.normal(size=args.d) > 0).astype(np.int8)
     w, r = np.zeros(args.d), np.zeros(args.n)
     floor = best_of(lambda: (X @ w, X.T @ r), args.repeats)
     print(f"n={args.n} d={args.d} float64; floor (X@w + X.T@r): {floor * 1e3:.1f} ms")

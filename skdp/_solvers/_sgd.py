@@ -215,10 +215,12 @@ def make_plan(
 
 def _row_norms(X, chunk=65536):
     """L2 norm of every row, read in chunks (a memmap is never loaded whole)."""
-    out = np.empty(X.shape[0])
+    out = np.empty(X.shape[0], dtype=np.float32)
     for lo in range(0, X.shape[0], chunk):
         block = np.asarray(X[lo : lo + chunk], dtype=float)
-        out[lo : lo + chunk] = np.sqrt(np.einsum("ij,ij->i", block, block))
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        # Round up so that float32 storage never understates a norm.
+        out[lo : lo + chunk] = np.nextafter(norms.astype(np.float32), np.inf)
     return out
 
 
@@ -284,7 +286,10 @@ def _batches(plan, rng):
             size = rng.binomial(n, q)
             yield step, np.sort(rng.choice(n, size=size, replace=False))
         return
-    order = rng.permutation(n) if plan.sampling == "shuffle" else None
+    order = None
+    if plan.sampling == "shuffle":
+        order = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+        rng.shuffle(order)
     bounds = np.concatenate([[0], np.cumsum(plan.batch_sizes)])
     for epoch in range(plan.epochs):
         for j in range(len(plan.batch_sizes)):
@@ -297,7 +302,7 @@ def _batches(plan, rng):
 
 def run_logistic_sgd(
     X,
-    Y,
+    codes,
     plan,
     noise_multiplier,
     *,
@@ -314,7 +319,9 @@ def run_logistic_sgd(
     ----------
     X : ndarray or memmap of shape (n_samples, n_features)
         Read batch by batch (never copied whole).
-    Y : ndarray of shape (n_samples,) for binary (0/1) or (n_samples, K) one-hot
+    codes : ndarray of int, shape (n_samples,)
+        Class index of each row (0/1 for binary); one-hot rows are built per
+        batch, so memory stays proportional to the batch.
     plan : SGDPlan
     noise_multiplier : float
     row_norm : float
@@ -336,15 +343,11 @@ def run_logistic_sgd(
     n_out = 1 if binary else plan.n_classes
     d = X.shape[1] + int(fit_intercept)
     W = np.zeros((d, n_out)) if init is None else np.array(init, dtype=float)
-    Y2 = Y.reshape(-1, 1) if binary else Y
+    eye = np.eye(plan.n_classes)
     feature_norm = np.sqrt(row_norm**2 - 1.0) if fit_intercept else row_norm
-    # Norms of the rows once per fit; projecting onto the ball of radius
-    # feature_norm scales row i by all_scales[i] (a per-record map).
+    # Row norms once per fit, stored as float32 (4 bytes a row); the projection
+    # onto the ball of radius feature_norm is derived per batch.
     raw_norms = _row_norms(X)
-    all_scales = np.minimum(1.0, feature_norm / np.maximum(raw_norms, 1e-300))
-    all_norms = raw_norms * all_scales
-    if fit_intercept:
-        all_norms = np.sqrt(all_norms**2 + 1.0)
     noise_sum = noise_multiplier * plan.clip_norm
     steps_per_epoch = len(plan.batch_sizes)
     average_from = plan.n_steps - max(1, int(round(plan.tail_fraction * plan.n_steps)))
@@ -352,14 +355,20 @@ def run_logistic_sgd(
     for step, idx in _batches(plan, rng):
         eta = plan.learning_rates[step]
         Xb = np.asarray(X[idx], dtype=float)
-        scale, norm = all_scales[idx], all_norms[idx]
+        raw = raw_norms[idx].astype(float)
+        scale = np.minimum(1.0, feature_norm / np.maximum(raw, 1e-300))
+        norm = raw * scale
+        if fit_intercept:
+            norm = np.sqrt(norm**2 + 1.0)
         problem = {
             "binary": binary,
             "fit_intercept": fit_intercept,
             "clip_norm": plan.clip_norm,
             "weights": None if sample_weight is None else sample_weight[idx],
         }
-        grad_sum = _clipped_gradient_sum(W, Xb, Y2[idx], scale, norm, problem)
+        labels = codes[idx]
+        Yb = labels[:, None].astype(float) if binary else eye[labels]
+        grad_sum = _clipped_gradient_sum(W, Xb, Yb, scale, norm, problem)
         if plan.sampling == "poisson":
             denom = float(plan.batch_sizes[0])  # expected size: no data-dependent scale
         else:

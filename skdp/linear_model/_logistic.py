@@ -23,6 +23,14 @@ _DEFAULT_BATCH_SIZE = 256
 _DEFAULT_EPOCHS = 20
 
 
+def _encode_labels(y, classes, chunk=1 << 20):
+    """Class index of each label in the smallest integer type, in chunks."""
+    codes = np.empty(len(y), dtype=np.min_scalar_type(classes.size - 1))
+    for lo in range(0, len(y), chunk):
+        codes[lo : lo + chunk] = np.searchsorted(classes, y[lo : lo + chunk])
+    return codes
+
+
 class DPLogisticRegression(ClassifierMixin, BaseEstimator):
     """Logistic regression with differential privacy, by DP-SGD or DP-SGLD.
 
@@ -292,15 +300,14 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             )
         z, _, delta = self.privacy_plan(X.shape[0], classes.size)
         plan = self._plan(X.shape[0], classes.size)
-        codes = encoder.transform(y)
-        Y = codes.astype(float) if classes.size == 2 else np.eye(classes.size)[codes]
+        codes = _encode_labels(y, classes)
         rng = np.random.default_rng(
             check_random_state(self.random_state).randint(2**31)
         )
         with enable_progress(self.verbose):
             W, events = run_logistic_sgd(
                 X,
-                Y,
+                codes,
                 plan,
                 z,
                 row_norm=self._effective_row_norm(),
