@@ -4,19 +4,22 @@ Every fitted estimator exposes ``privacy_spent_``, a valid upper bound on the
 privacy loss of the mechanism that actually ran (see :mod:`skdp.accounting`).
 """
 
-from . import accounting, datasets, model_selection, preprocessing
+from . import accounting, datasets, fairness, model_selection, preprocessing
 from .exceptions import OrderGridWarning, PrivacyLeakWarning
+from .fairness import DPSaddlePointClassifier
 from .linear_model import DPLogisticRegression
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "DPLogisticRegression",
+    "DPSaddlePointClassifier",
     "OrderGridWarning",
     "PrivacyLeakWarning",
     "__version__",
     "accounting",
     "datasets",
+    "fairness",
     "model_selection",
     "preprocessing",
 ]

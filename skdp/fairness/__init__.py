@@ -1,0 +1,5 @@
+"""Private minimax-fair classifiers."""
+
+from ._saddle import DPSaddlePointClassifier
+
+__all__ = ["DPSaddlePointClassifier"]

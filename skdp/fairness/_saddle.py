@@ -1,0 +1,449 @@
+"""DPSaddlePointClassifier: private minimax-fair (worst-group) logistic regression."""
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted
+
+from .._solvers._saddle import make_saddle_plan, run_saddle_gda
+from ..accounting import account, calibrate_noise_multiplier
+from ..exceptions import PrivacyLeakWarning
+from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
+from ..utils._validation import default_delta, enable_progress
+
+__all__ = ["DPSaddlePointClassifier"]
+
+_DEFAULT_N_ITER = 100
+
+
+def _is_missing(value):
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except (TypeError, ValueError):
+        return True  # pandas.NA and similar refuse to compare
+
+
+def _as_labels(values, name):
+    """1-d array of labels without missing values."""
+    labels = np.asarray(values)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels.ravel()
+    if labels.ndim != 1:
+        raise ValueError(
+            f"{name} must be one-dimensional (one group label per row); got an "
+            f"array of shape {labels.shape}. Combine several columns into one "
+            "label first."
+        )
+    if labels.dtype.kind == "f":
+        missing = bool(np.isnan(labels).any())
+    elif labels.dtype.kind == "O":
+        missing = any(_is_missing(v) for v in labels)
+    else:
+        missing = False
+    if missing:
+        raise ValueError(
+            f"{name} contains missing values (NaN or None); give every row a "
+            "group label (for instance an explicit 'unknown' group) before fitting."
+        )
+    return labels
+
+
+def _encode_groups(sensitive_features, groups, n_samples):
+    """Group index of every row, given the public group labels ``groups``."""
+    labels = _as_labels(sensitive_features, "sensitive_features")
+    if labels.shape[0] != n_samples:
+        raise ValueError(
+            f"sensitive_features has {labels.shape[0]} entries but X has "
+            f"{n_samples} rows; pass one group label per row."
+        )
+    index = {label: k for k, label in enumerate(groups.tolist())}
+    uniques, inverse = np.unique(labels, return_inverse=True)
+    unknown = [u for u in uniques.tolist() if u not in index]
+    if unknown:
+        raise ValueError(
+            f"sensitive_features contains labels {unknown[:5]!r} that are not in "
+            f"the declared groups {groups.tolist()!r}; add them to `groups`."
+        )
+    codes = np.array([index[u] for u in uniques.tolist()], dtype=np.intp)
+    return codes[inverse.ravel()]
+
+
+class DPSaddlePointClassifier(ClassifierMixin, BaseEstimator):
+    """Binary logistic regression minimising the worst group's loss, privately.
+
+    Solves ``min_w max_{p in simplex} sum_k p_k L_k(w) + alpha / 2 ||w||^2``
+    with ``L_k`` the mean logistic loss of group ``k`` by noisy gradient
+    descent-ascent: every step the model player takes a gradient step on the
+    ``p``-weighted loss and the adversary an exponentiated-gradient step
+    towards the groups with the largest loss. Both players see the data only
+    through Gaussian-noised per-group sums. The model is the average of the
+    model iterates; ``group_weights_`` is the adversary's last ``p``.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Target epsilon; the noise is calibrated so that the spend never
+        exceeds it.
+    delta : float or None, default=None
+        Target delta; ``None`` uses ``min(1e-5, n ** -1.1)``.
+    groups : array-like or None, default=None
+        The public set of group labels. ``None`` reads it from
+        ``sensitive_features`` and emits a :class:`~skdp.exceptions.PrivacyLeakWarning`
+        (the set of groups present is then not covered by ``privacy_spent_``).
+    solver : {"gda"}, default="gda"
+        Noisy full-batch gradient descent-ascent.
+    n_iter : int, default=100
+        Number of steps (each reads every row).
+    learning_rate : float or "auto", default="auto"
+        Step of the model player. ``"auto"``: ``1 / (beta + alpha)`` with
+        ``beta`` the smoothness of the loss on rows of norm ``row_norm``.
+    eta_p : float or "auto", default="auto"
+        Step of the adversary. ``"auto"``: ``sqrt(8 log K / n_iter) / max_loss``.
+    alpha : float, default=1e-4
+        L2 penalty on all coefficients, intercept included.
+    row_norm : float, default=1.0
+        Public bound on the L2 norm of each row of ``X``; larger rows are
+        scaled down to it.
+    max_grad_norm : float or "auto", default="auto"
+        Per-example gradient clip norm; ``"auto"``: the largest gradient norm
+        possible on rows of norm ``row_norm`` (clipping never active).
+    max_loss : float, default=2.0
+        Per-example losses are clipped to ``[0, max_loss]`` before the group
+        loss sums the adversary reads are released (public bound).
+    fit_intercept : bool, default=True
+    random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    coef_ : ndarray of shape (1, n_features)
+    intercept_ : ndarray of shape (1,)
+    groups_ : ndarray of shape (n_groups,)
+        Group labels, in the order of ``group_weights_``. Without
+        ``sensitive_features``: one implicit group, ``array([None])``.
+    group_weights_ : ndarray of shape (n_groups,)
+        The adversary's last weights ``p``.
+    n_iter_ : int
+    noise_multiplier_ : float
+        Multiplier ``z`` of the equivalent single Gaussian mechanism (see Notes).
+    delta_ : float
+    privacy_spent_ : skdp.accounting.PrivacySpent
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string feature names.
+
+    Notes
+    -----
+    **Privacy.** Unit of privacy: one row of ``(X, y, sensitive_features)``.
+    Neighbouring relation: replace-one (a row may change its group too).
+    Public: ``n``, the classes, the set of groups (``groups``), ``row_norm``,
+    ``max_loss`` and every parameter; the group *sizes* are not public and are
+    released with noise. Released, with Gaussian noise: the group counts once
+    (L2 sensitivity ``sqrt(2)``: one count down, one up), then at every step
+    the stacked per-group sums of clipped gradients (sensitivity ``2C``: ``2C``
+    when the row stays in its group, ``sqrt(2) C`` when it moves) and the
+    per-group sums of losses clipped to ``[0, max_loss]`` (sensitivity
+    ``sqrt(2) max_loss``). Every step reads all rows (no sampling). Accountant:
+    Rényi DP, Gaussian mechanisms composed adaptively. Budget split, as shares
+    of the Rényi curve ``a / (2 z^2)`` of one Gaussian with multiplier ``z``:
+    10% to the counts, 20% to the loss sums, 70% to the gradient sums (with
+    one group: everything to the gradients, the count is ``n``). The
+    weighting, the adversary's step, the floor of the noisy counts at 1 and
+    the averaging are post-processing. Without ``sensitive_features`` all rows
+    form one group and the estimator is private full-batch gradient descent on
+    the logistic loss (private ERM). Small or empty groups keep their share of
+    the adversary's weight; their noisy counts are floored at 1, so their noisy
+    gradient and loss estimates are dominated by noise. :meth:`group_report`
+    reads its data without protection (it is for evaluation).
+    """
+
+    _parameter_constraints = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
+        "groups": ["array-like", None],
+        "solver": [StrOptions({"gda"})],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "eta_p": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "row_norm": [Interval(Real, 0, None, closed="neither")],
+        "max_grad_norm": [
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "max_loss": [Interval(Real, 0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=None,
+        groups=None,
+        solver="gda",
+        n_iter=_DEFAULT_N_ITER,
+        learning_rate="auto",
+        eta_p="auto",
+        alpha=1e-4,
+        row_norm=1.0,
+        max_grad_norm="auto",
+        max_loss=2.0,
+        fit_intercept=True,
+        random_state=None,
+        verbose=0,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.groups = groups
+        self.solver = solver
+        self.n_iter = n_iter
+        self.learning_rate = learning_rate
+        self.eta_p = eta_p
+        self.alpha = alpha
+        self.row_norm = row_norm
+        self.max_grad_norm = max_grad_norm
+        self.max_loss = max_loss
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _effective_row_norm(self):
+        if self.fit_intercept:
+            return math.sqrt(self.row_norm**2 + 1.0)
+        return float(self.row_norm)
+
+    def _plan(self, n_samples, n_groups):
+        return make_saddle_plan(
+            n_samples=n_samples,
+            n_groups=n_groups,
+            row_norm=self._effective_row_norm(),
+            n_iter=self.n_iter,
+            learning_rate=self.learning_rate,
+            eta_p=self.eta_p,
+            l2=self.alpha,
+            clip_norm=self.max_grad_norm,
+            max_loss=self.max_loss,
+        )
+
+    def _declared_groups(self):
+        groups = _as_labels(self.groups, "groups")
+        if groups.size == 0:
+            raise ValueError("groups is empty; declare at least one group label.")
+        if len(set(groups.tolist())) != groups.size:
+            raise ValueError(f"groups has duplicate labels: {groups.tolist()!r}.")
+        return groups
+
+    def privacy_plan(self, n_samples, n_classes=2, *, n_groups=None):
+        """Noise and privacy of a fit on ``n_samples`` rows, without any data.
+
+        Parameters
+        ----------
+        n_samples : int
+        n_classes : int, default=2
+            Must be 2 (binary only); accepted for
+            :func:`skdp.model_selection.search_privacy`.
+        n_groups : int or None, default=None
+            ``None``: the number of declared ``groups`` (required then).
+
+        Returns
+        -------
+        noise_multiplier : float
+        privacy_spent : skdp.accounting.PrivacySpent
+        delta : float
+        """
+        self._validate_params()
+        if n_samples < 1 or n_classes != 2:
+            raise ValueError(
+                "n_samples must be >= 1 and n_classes == 2: only binary "
+                "classification is supported."
+            )
+        if n_groups is None:
+            if self.groups is None:
+                raise ValueError(
+                    "The spend depends on the number of groups: declare `groups` "
+                    "or pass n_groups."
+                )
+            n_groups = self._declared_groups().size
+        plan = self._plan(int(n_samples), int(n_groups))
+        delta = default_delta(n_samples) if self.delta is None else self.delta
+        z, spent = calibrate_noise_multiplier(plan.events, self.epsilon, delta)
+        return z, spent, delta
+
+    def _resolve_groups(self, sensitive_features, n_samples):
+        """Return ``(groups, codes)``; warn when the group set is read from data."""
+        if sensitive_features is None:
+            if self.groups is not None:
+                raise ValueError(
+                    "groups is set but fit got no sensitive_features; pass "
+                    "sensitive_features=... (with metadata routing, request it "
+                    "with set_fit_request(sensitive_features=True))."
+                )
+            return np.array([None], dtype=object), np.zeros(n_samples, dtype=np.intp)
+        if self.groups is None:
+            labels = _as_labels(sensitive_features, "sensitive_features")
+            groups = np.unique(labels)
+            codes = _encode_groups(labels, groups, n_samples)
+            warnings.warn(
+                "groups=None: the set of groups was read from sensitive_features, "
+                "which privacy_spent_ does not cover (a rare group label reveals "
+                "that someone has it). Declare the public set with groups=[...].",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+            return groups, codes
+        groups = self._declared_groups()
+        return groups, _encode_groups(sensitive_features, groups, n_samples)
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sensitive_features=None):
+        """Fit the model privately.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Binary labels.
+        sensitive_features : array-like of shape (n_samples,) or None
+            Group label of each row, from the public set ``groups``. ``None``:
+            one group (private ERM).
+
+        Returns
+        -------
+        self : DPSaddlePointClassifier
+        """
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y")
+        if y_type != "binary":
+            raise ValueError(
+                "Only binary classification is supported. The type of the target "
+                f"is {y_type}."
+            )
+        encoder = LabelEncoder().fit(y)
+        if encoder.classes_.size < 2:
+            raise ValueError(
+                f"y contains only one class ({encoder.classes_[0]!r}); "
+                "DPSaddlePointClassifier needs two classes."
+            )
+        groups, codes = self._resolve_groups(sensitive_features, X.shape[0])
+        plan = self._plan(X.shape[0], groups.size)
+        delta = default_delta(X.shape[0]) if self.delta is None else self.delta
+        z, _ = calibrate_noise_multiplier(plan.events, self.epsilon, delta)
+        rng = np.random.default_rng(
+            check_random_state(self.random_state).randint(2**31)
+        )
+        with enable_progress(self.verbose):
+            w, p, events = run_saddle_gda(
+                X,
+                encoder.transform(y),
+                codes,
+                plan,
+                z,
+                row_norm=self._effective_row_norm(),
+                fit_intercept=self.fit_intercept,
+                rng=rng,
+                verbose=self.verbose,
+            )
+        spent = account(events, delta)
+        if spent.epsilon > self.epsilon * (1 + 1e-9):
+            raise RuntimeError("Internal error: the run spent more than its target.")
+        if self.fit_intercept:
+            self.coef_, self.intercept_ = w[None, :-1].copy(), w[-1:].copy()
+        else:
+            self.coef_, self.intercept_ = w[None, :].copy(), np.zeros(1)
+        self.classes_ = encoder.classes_
+        self.groups_ = groups
+        self.group_weights_ = p
+        self.n_iter_ = plan.n_iter
+        self.noise_multiplier_ = z
+        self.delta_ = delta
+        self.privacy_spent_ = spent
+        return self
+
+    def decision_function(self, X):
+        """Score of the positive class ``classes_[1]`` for each row (1-d)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return (X @ self.coef_.T + self.intercept_).ravel()
+
+    def predict_proba(self, X):
+        """Class probabilities, columns in the order of ``classes_``."""
+        p = expit(self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        """Most probable class of each row."""
+        scores = self.decision_function(X)
+        return self.classes_[(scores > 0).astype(int)]
+
+    def group_report(self, X, y, sensitive_features=None):
+        """Per-group size, log-loss and accuracy on ``(X, y)`` (not private).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Labels among ``classes_``.
+        sensitive_features : array-like of shape (n_samples,) or None
+            Labels among ``groups_``; ``None`` only for a model fitted without
+            groups.
+
+        Returns
+        -------
+        report : dict
+            ``{group: {"n": int, "log_loss": float, "accuracy": float}}`` for
+            each group of ``groups_`` present in the data, in that order.
+        """
+        check_is_fitted(self)
+        scores = self.decision_function(X)
+        y = np.asarray(y)
+        if y.shape != scores.shape:
+            raise ValueError(f"y has shape {y.shape}; expected {scores.shape}.")
+        known = np.isin(y, self.classes_)
+        if not known.all():
+            raise ValueError(
+                f"y contains labels {np.unique(y[~known]).tolist()[:5]!r} not in "
+                f"classes_ {self.classes_.tolist()!r}."
+            )
+        target = (y == self.classes_[1]).astype(float)
+        if sensitive_features is None:
+            if self.groups_.size != 1 or self.groups_[0] is not None:
+                raise ValueError(
+                    "This model was fitted with groups; pass sensitive_features."
+                )
+            codes = np.zeros(scores.size, dtype=np.intp)
+        else:
+            codes = _encode_groups(sensitive_features, self.groups_, scores.size)
+        losses = np.logaddexp(0.0, scores) - target * scores
+        correct = (scores > 0) == (target == 1)
+        report = {}
+        for k, group in enumerate(self.groups_.tolist()):
+            mask = codes == k
+            if mask.any():
+                report[group] = {
+                    "n": int(mask.sum()),
+                    "log_loss": float(losses[mask].mean()),
+                    "accuracy": float(correct[mask].mean()),
+                }
+        return report

@@ -1,0 +1,303 @@
+"""Tests of DPSaddlePointClassifier and the private gradient descent-ascent solver."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import sklearn
+from scipy.optimize import minimize
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import MaxAbsScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skdp._solvers._saddle import _group_sums, make_saddle_plan
+from skdp.accounting import DEFAULT_ORDERS, GaussianEvent, account, event_rdp
+from skdp.exceptions import PrivacyLeakWarning
+from skdp.fairness import DPSaddlePointClassifier
+from skdp.linear_model import DPLogisticRegression
+
+
+@parametrize_with_checks(
+    [
+        DPSaddlePointClassifier(random_state=0),
+        DPSaddlePointClassifier(epsilon=1000.0, fit_intercept=False, random_state=0),
+    ],
+)
+def test_sklearn_conformance(estimator, check):
+    check(estimator)
+
+
+def two_rule_data(n=2000, minority=0.2, seed=0):
+    """Group 0 is labelled by x0 > 0, group 1 (a minority) by x1 > 0."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 2)) / np.sqrt(2)
+    g = (rng.random(n) < minority).astype(int)
+    y = np.where(g == 0, X[:, 0] > 0, X[:, 1] > 0).astype(int)
+    return X, y, g
+
+
+def group_losses(scores, y, g, n_groups=2):
+    losses = np.logaddexp(0.0, scores) - y * scores
+    return np.array([losses[g == k].mean() for k in range(n_groups)])
+
+
+def nonprivate_minimax(X, y, g, alpha):
+    """min_w max_k L_k(w) + alpha/2 ||w||^2 as a smooth constrained problem."""
+    A = np.column_stack([X, np.ones(len(X))])
+
+    def gap(v):
+        w = v[:-1]
+        return v[-1] - group_losses(A @ w, y, g) - alpha / 2 * w @ w
+
+    res = minimize(
+        lambda v: v[-1],
+        np.r_[np.zeros(A.shape[1]), 1.0],
+        method="SLSQP",
+        constraints=[{"type": "ineq", "fun": gap}],
+        options={"maxiter": 500, "ftol": 1e-12},
+    )
+    assert res.success
+    return res.x[-1]
+
+
+# --- privacy --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "epsilon, n, n_groups, n_iter",
+    [(0.3, 500, 2, 50), (1.0, 2000, 2, 100), (4.0, 1000, 3, 200), (1.0, 800, 1, 80)],
+)
+def test_spend_meets_target(epsilon, n, n_groups, n_iter):
+    est = DPSaddlePointClassifier(epsilon=epsilon, n_iter=n_iter)
+    z, spent, delta = est.privacy_plan(n, n_groups=n_groups)
+    assert 0.97 * epsilon <= spent.epsilon <= epsilon
+    assert spent.delta == delta
+    assert spent.neighbouring == "replace-one"
+
+
+def test_fit_spend_equals_plan():
+    X, y, g = two_rule_data(n=600)
+    est = DPSaddlePointClassifier(epsilon=2.0, groups=[0, 1], n_iter=30, random_state=0)
+    est.fit(X, y, sensitive_features=g)
+    z, spent, _ = est.privacy_plan(600)
+    assert est.noise_multiplier_ == z
+    assert est.privacy_spent_.epsilon == pytest.approx(spent.epsilon)
+    assert 0.97 * 2.0 <= est.privacy_spent_.epsilon <= 2.0
+
+
+@pytest.mark.parametrize("n_groups", [1, 2, 5])
+def test_budget_split_costs_one_gaussian(n_groups):
+    # Shares add to one: the run costs what one Gaussian with multiplier z costs.
+    plan = make_saddle_plan(
+        n_samples=100,
+        n_groups=n_groups,
+        row_norm=np.sqrt(2.0),
+        n_iter=37,
+        learning_rate="auto",
+        eta_p="auto",
+        l2=0.0,
+        clip_norm="auto",
+        max_loss=2.0,
+    )
+    z = 3.0
+    total = sum(event_rdp(e, DEFAULT_ORDERS, "replace-one")[0] for e in plan.events(z))
+    single = event_rdp(GaussianEvent(z), DEFAULT_ORDERS, "replace-one")[0]
+    np.testing.assert_allclose(total, single, rtol=1e-12)
+    assert account(plan.events(z), 1e-5).epsilon == pytest.approx(
+        account(GaussianEvent(z), 1e-5).epsilon
+    )
+
+
+@pytest.mark.parametrize("clip_norm", ["auto", 0.1])
+def test_sensitivity_by_enumeration(clip_norm):
+    """Every replace-one neighbour of every 3-record data set moves the releases
+    by at most the stated L2 sensitivities (and the gradient bound is tight)."""
+    row_norm, max_loss = 1.0, 1.5
+    plan = make_saddle_plan(
+        n_samples=3,
+        n_groups=2,
+        row_norm=np.sqrt(row_norm**2 + 1.0),
+        n_iter=1,
+        learning_rate="auto",
+        eta_p="auto",
+        l2=0.0,
+        clip_norm=clip_norm,
+        max_loss=max_loss,
+    )
+    xs = [(0.0, 0.0), (1.0, 0.0), (-3.0, 2.0), (0.5, -0.5)]  # one row needs projecting
+    records = list(itertools.product(xs, (0, 1), (0, 1)))
+    feature_norm = row_norm
+
+    def releases(data, w):
+        X = np.array([r[0] for r in data], dtype=float)
+        y = np.array([r[1] for r in data], dtype=float)
+        codes = np.array([r[2] for r in data])
+        onehot = np.eye(2)[codes]
+        raw = np.linalg.norm(X, axis=1)
+        scale = np.minimum(1.0, feature_norm / np.maximum(raw, 1e-300))
+        norm = np.sqrt((raw * scale) ** 2 + 1.0)
+        grads, losses = _group_sums(w, X, y, onehot, scale, norm, plan, True)
+        return grads, losses, onehot.sum(axis=0)
+
+    worst = np.zeros(3)
+    for w in [np.zeros(3), np.array([4.0, -3.0, 1.0]), np.array([-8.0, 8.0, -5.0])]:
+        for base in itertools.product(records, repeat=2):
+            # Releases of (base, r) for every last record r, then all pairs r, r2.
+            outs = [releases((*base, r), w) for r in records]
+            for part in range(3):
+                flat = np.array([o[part].ravel() for o in outs])
+                diffs = np.linalg.norm(flat[:, None, :] - flat[None, :, :], axis=2)
+                worst[part] = max(worst[part], diffs.max())
+    bounds = np.array([plan.gradient_sensitivity, plan.loss_sensitivity, np.sqrt(2)])
+    assert np.all(worst <= bounds * (1 + 1e-12))
+    # Counts and, with an active clip, gradients attain their bounds exactly.
+    assert worst[2] == pytest.approx(np.sqrt(2.0))
+    if clip_norm != "auto":
+        assert worst[0] == pytest.approx(bounds[0], rel=1e-9)
+    assert worst[1] >= 0.9 * bounds[1]
+
+
+# --- utility --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_worst_group_loss_beats_erm_and_nears_minimax(seed):
+    X, y, g = two_rule_data(seed=seed)
+    eps = 20.0
+    fair = DPSaddlePointClassifier(epsilon=eps, groups=[0, 1], random_state=seed)
+    fair.fit(X, y, sensitive_features=g)
+    erm = DPLogisticRegression(epsilon=eps, random_state=seed).fit(X, y)
+    worst_fair = group_losses(fair.decision_function(X), y, g).max()
+    worst_erm = group_losses(erm.decision_function(X), y, g).max()
+    minimax = nonprivate_minimax(X, y, g, alpha=fair.alpha)
+    assert worst_fair < worst_erm - 0.2
+    assert worst_fair < minimax + 0.05
+    # The adversary leans towards neither group at the (balanced) saddle point.
+    assert np.all(np.abs(fair.group_weights_ - 0.5) < 0.2)
+
+
+def test_without_groups_is_private_erm():
+    X, y, _ = two_rule_data(n=500)
+    est = DPSaddlePointClassifier(epsilon=5.0, random_state=0).fit(X, y)
+    assert est.groups_.tolist() == [None]
+    assert est.group_weights_.tolist() == [1.0]
+    assert est.score(X, y) > 0.7
+    assert list(est.group_report(X, y)) == [None]
+
+
+def test_empty_declared_group_is_handled():
+    X, y, g = two_rule_data(n=500)
+    est = DPSaddlePointClassifier(epsilon=5.0, groups=[0, 1, 2], random_state=0)
+    est.fit(X, y, sensitive_features=g)
+    assert est.group_weights_.shape == (3,)
+    assert np.all(np.isfinite(est.coef_))
+    assert set(est.group_report(X, y, g)) == {0, 1}
+
+
+# --- public inputs, errors, state -------------------------------------------------
+
+
+def test_inferred_groups_warn():
+    X, y, g = two_rule_data(n=300)
+    labels = np.where(g == 1, "b", "a")
+    with pytest.warns(PrivacyLeakWarning, match="groups=None"):
+        est = DPSaddlePointClassifier(n_iter=10, random_state=0).fit(
+            X, y, sensitive_features=labels
+        )
+    assert est.groups_.tolist() == ["a", "b"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DPSaddlePointClassifier(groups=["b", "a"], n_iter=10).fit(
+            X, y, sensitive_features=labels
+        )
+
+
+@pytest.mark.parametrize(
+    "kwargs, sf_fn, match",
+    [
+        ({"groups": [0]}, lambda g: g, r"not in the declared groups"),
+        ({"groups": [0, 1]}, lambda g: g[:-1], r"one group label per row"),
+        ({"groups": [0, 1]}, lambda g: np.where(g == 1, np.nan, 0.0), r"missing"),
+        (
+            {"groups": ["a", "b"]},
+            lambda g: np.array(["a"] * (g.size - 1) + [None], dtype=object),
+            r"missing",
+        ),
+        ({"groups": [0, 1]}, lambda g: None, r"no sensitive_features"),
+        ({"groups": [0, 0, 1]}, lambda g: g, r"duplicate"),
+        ({"groups": [0, 1]}, lambda g: np.column_stack([g, g]), r"one-dimensional"),
+    ],
+)
+def test_errors_leave_state_unchanged(kwargs, sf_fn, match):
+    X, y, g = two_rule_data(n=200)
+    est = DPSaddlePointClassifier(n_iter=10, random_state=0, groups=[0, 1])
+    est.fit(X, y, sensitive_features=g)
+    before = {k: np.copy(v) for k, v in vars(est).items() if k.endswith("_")}
+    est.set_params(**kwargs)
+    with pytest.raises(ValueError, match=match):
+        est.fit(X[:100] * 3, y[:100], sensitive_features=sf_fn(g[:100]))
+    for key, value in before.items():
+        np.testing.assert_array_equal(getattr(est, key), value)
+
+
+def test_multiclass_refused():
+    X, _, g = two_rule_data(n=90)
+    y = np.arange(90) % 3
+    with pytest.raises(ValueError, match="Only binary classification"):
+        DPSaddlePointClassifier(groups=[0, 1]).fit(X, y, sensitive_features=g)
+
+
+def test_group_report_values():
+    X, y, g = two_rule_data(n=400)
+    labels = np.array(["no", "yes"])[y]
+    est = DPSaddlePointClassifier(epsilon=10.0, groups=[1, 0], random_state=0)
+    est.fit(X, labels, sensitive_features=g)
+    report = est.group_report(X, labels, g)
+    assert list(report) == [1, 0]
+    scores = est.decision_function(X)
+    for k in (0, 1):
+        mask = g == k
+        proba = est.predict_proba(X[mask])[:, 1]
+        expected_loss = -np.mean(
+            np.where(y[mask] == 1, np.log(proba), np.log1p(-proba))
+        )
+        assert report[k]["n"] == mask.sum()
+        assert report[k]["log_loss"] == pytest.approx(expected_loss, rel=1e-9)
+        assert report[k]["accuracy"] == pytest.approx(
+            np.mean(est.predict(X[mask]) == labels[mask])
+        )
+        assert report[k]["log_loss"] == pytest.approx(
+            group_losses(scores, y, g)[k], rel=1e-9
+        )
+    with pytest.raises(ValueError, match="not in the declared groups"):
+        est.group_report(X, labels, g + 5)
+    with pytest.raises(ValueError, match="pass sensitive_features"):
+        est.group_report(X, labels)
+
+
+# --- metadata routing ---------------------------------------------------------------
+
+
+def test_metadata_routing_pipeline_and_search():
+    X, y, g = two_rule_data(n=600)
+    with sklearn.config_context(enable_metadata_routing=True):
+        clf = DPSaddlePointClassifier(
+            epsilon=10.0, groups=[0, 1], n_iter=30, random_state=0
+        ).set_fit_request(sensitive_features=True)
+        pipe = make_pipeline(MaxAbsScaler(), clf).fit(X, y, sensitive_features=g)
+        fitted = pipe[-1]
+        assert fitted.groups_.tolist() == [0, 1]
+        assert fitted.group_weights_[1] != 0.5
+        search = GridSearchCV(pipe, {"dpsaddlepointclassifier__n_iter": [10, 30]}, cv=2)
+        search.fit(X, y, sensitive_features=g)
+        assert search.best_estimator_[-1].groups_.tolist() == [0, 1]
+        # Without the keyword routed, the estimator would have seen one group.
+        with pytest.raises(ValueError, match="no sensitive_features"):
+            make_pipeline(
+                MaxAbsScaler(),
+                DPSaddlePointClassifier(groups=[0, 1]).set_fit_request(
+                    sensitive_features=False
+                ),
+            ).fit(X, y)
