@@ -20,7 +20,7 @@ from ..utils._validation import default_delta, enable_progress
 
 __all__ = ["DPSaddlePointClassifier"]
 
-_DEFAULT_N_ITER = 100
+_DEFAULT_N_ITER = 1000
 
 
 def _is_missing(value):
@@ -101,11 +101,13 @@ class DPSaddlePointClassifier(ClassifierMixin, BaseEstimator):
         (the set of groups present is then not covered by ``privacy_spent_``).
     solver : {"gda"}, default="gda"
         Noisy full-batch gradient descent-ascent.
-    n_iter : int, default=100
+    n_iter : int, default=1000
         Number of steps (each reads every row).
     learning_rate : float or "auto", default="auto"
-        Step of the model player. ``"auto"``: ``1 / (beta + alpha)`` with
-        ``beta`` the smoothness of the loss on rows of norm ``row_norm``.
+        Step of the model player. ``"auto"``: ``4 / (beta + alpha)`` with
+        ``beta`` the worst-case smoothness of the loss on rows of norm
+        ``row_norm`` (every iterate is accounted as released, so the step is
+        free to exceed the non-expansive limit; 4 was best on Adult).
     eta_p : float or "auto", default="auto"
         Step of the adversary. ``"auto"``: ``sqrt(8 log K / n_iter) / max_loss``.
     alpha : float, default=1e-4
