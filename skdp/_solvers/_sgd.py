@@ -82,6 +82,25 @@ class SGDPlan:
     projection_radius: float | None
     tail_fraction: float = 0.0
 
+    def cache_key(self):
+        """A hashable identity of the plan (for caching its calibration)."""
+        return (
+            self.n_samples,
+            self.n_classes,
+            self.batch_sizes,
+            self.epochs,
+            self.sampling,
+            self.solver,
+            self.learning_rates.tobytes(),
+            self.l2,
+            self.l1,
+            self.clip_norm,
+            self.gradient_bound,
+            self.smoothness,
+            self.projection_radius,
+            self.tail_fraction,
+        )
+
     @property
     def n_steps(self):
         """Total number of noisy steps."""

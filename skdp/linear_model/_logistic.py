@@ -1,6 +1,7 @@
 """DPLogisticRegression: logistic regression trained by DP-SGD or DP-SGLD."""
 
 import math
+from collections import OrderedDict
 from numbers import Integral, Real
 
 import numpy as np
@@ -21,6 +22,27 @@ __all__ = ["DPLogisticRegression"]
 # Defaults chosen on the benchmarks of docs/benchmarks.md.
 _DEFAULT_BATCH_SIZE = 256
 _DEFAULT_EPOCHS = 20
+
+
+_CALIBRATION_CACHE = OrderedDict()
+_CALIBRATION_CACHE_SIZE = 256
+
+
+def _calibrate(plan, epsilon, delta, neighbouring):
+    """Calibrated noise and spend of ``plan``, cached.
+
+    A pure function of public inputs that every fit of a search or an audit
+    would otherwise recompute.
+    """
+    key = (plan.cache_key(), float(epsilon), float(delta), neighbouring)
+    if key not in _CALIBRATION_CACHE:
+        _CALIBRATION_CACHE[key] = calibrate_noise_multiplier(
+            plan.events, epsilon, delta, neighbouring=neighbouring
+        )
+        if len(_CALIBRATION_CACHE) > _CALIBRATION_CACHE_SIZE:
+            _CALIBRATION_CACHE.popitem(last=False)
+    _CALIBRATION_CACHE.move_to_end(key)
+    return _CALIBRATION_CACHE[key]
 
 
 def _encode_labels(y, classes, chunk=1 << 20):
@@ -263,9 +285,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             z = float(self.noise_multiplier)
             spent = account(plan.events(z), delta, neighbouring=self.neighbouring)
         else:
-            z, spent = calibrate_noise_multiplier(
-                plan.events, self.epsilon, delta, neighbouring=self.neighbouring
-            )
+            z, spent = _calibrate(plan, self.epsilon, delta, self.neighbouring)
         return z, spent, delta
 
     @fit_context(prefer_skip_nested_validation=True)
