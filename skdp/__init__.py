@@ -4,7 +4,7 @@ Every fitted estimator exposes ``privacy_spent_``, a valid upper bound on the
 privacy loss of the mechanism that actually ran (see :mod:`skdp.accounting`).
 """
 
-from . import accounting, datasets, fairness, model_selection, preprocessing
+from . import accounting, audit, datasets, fairness, model_selection, preprocessing
 from .exceptions import OrderGridWarning, PrivacyLeakWarning
 from .fairness import DPSaddlePointClassifier
 from .linear_model import DPLogisticRegression
@@ -18,6 +18,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "__version__",
     "accounting",
+    "audit",
     "datasets",
     "fairness",
     "model_selection",

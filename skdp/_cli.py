@@ -2,7 +2,6 @@
 
 import argparse
 import json
-import math
 import sys
 import warnings
 
@@ -14,25 +13,10 @@ from .accounting import (
     gradient_step_lipschitz,
     logistic_constants,
 )
+from .audit._cli import add_audit_parser
+from .utils._argtypes import positive, probability
 
 __all__ = ["main"]
-
-
-def _positive(kind):
-    def parse(text):
-        value = kind(text)
-        if not value > 0 or (kind is float and not math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-        return value
-
-    return parse
-
-
-def _probability(text):
-    value = float(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
-    return value
 
 
 def _add_account_parser(subparsers):
@@ -49,23 +33,23 @@ def _add_account_parser(subparsers):
             "cyclic and shuffled batches."
         ),
     )
-    p.add_argument("--n", type=_positive(int), required=True, help="number of records")
-    p.add_argument("--batch-size", type=_positive(int), required=True)
-    p.add_argument("--epochs", type=_positive(int), required=True)
+    p.add_argument("--n", type=positive(int), required=True, help="number of records")
+    p.add_argument("--batch-size", type=positive(int), required=True)
+    p.add_argument("--epochs", type=positive(int), required=True)
     noise = p.add_mutually_exclusive_group(required=True)
-    noise.add_argument("--noise-multiplier", type=_positive(float))
-    noise.add_argument("--target-epsilon", type=_positive(float))
-    p.add_argument("--delta", type=_probability, required=True)
+    noise.add_argument("--noise-multiplier", type=positive(float))
+    noise.add_argument("--target-epsilon", type=positive(float))
+    p.add_argument("--delta", type=probability, required=True)
     p.add_argument(
         "--sampling", choices=["cyclic", "shuffle", "poisson"], default="cyclic"
     )
     p.add_argument(
         "--neighbouring", choices=["replace-one", "add-remove"], default="replace-one"
     )
-    p.add_argument("--clip-norm", type=_positive(float))
-    p.add_argument("--learning-rate", type=_positive(float))
+    p.add_argument("--clip-norm", type=positive(float))
+    p.add_argument("--learning-rate", type=positive(float))
     p.add_argument("--l2", type=float, default=0.0)
-    p.add_argument("--row-norm", type=_positive(float))
+    p.add_argument("--row-norm", type=positive(float))
     p.add_argument(
         "--n-classes",
         type=int,
@@ -171,7 +155,7 @@ def _add_demo_parser(subparsers):
         help="train a private model on the vendored Adult data",
         description="Train DPLogisticRegression on vendored UCI Adult and compare.",
     )
-    p.add_argument("--epsilon", type=_positive(float), default=1.0)
+    p.add_argument("--epsilon", type=positive(float), default=1.0)
     p.add_argument("--random-state", type=int, default=0)
     p.set_defaults(func=_run_demo)
 
@@ -190,6 +174,7 @@ def build_parser():
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_account_parser(subparsers)
     _add_demo_parser(subparsers)
+    add_audit_parser(subparsers)
     return parser
 
 

@@ -1,21 +1,12 @@
 """The ``skdp audit`` subcommand: an empirical privacy audit on vendored Adult."""
 
-import argparse
 import json
 import math
 import time
 
+from ..utils._argtypes import positive
+
 __all__ = ["add_audit_parser", "run_audit"]
-
-
-def _positive(kind):
-    def parse(text):
-        value = kind(text)
-        if not value > 0 or (kind is float and not math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-        return value
-
-    return parse
 
 
 def add_audit_parser(subparsers):
@@ -42,16 +33,16 @@ def add_audit_parser(subparsers):
         ),
     )
     p.add_argument("--estimator", choices=["logistic"], default="logistic")
-    p.add_argument("--epsilon", type=_positive(float), default=1.0)
-    p.add_argument("--trials", type=_positive(int), default=400)
+    p.add_argument("--epsilon", type=positive(float), default=1.0)
+    p.add_argument("--trials", type=positive(int), default=400)
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--random-state", type=int, default=0)
-    p.add_argument("--alpha", type=_positive(float), default=0.05)
+    p.add_argument("--alpha", type=positive(float), default=0.05)
     p.add_argument(
-        "--rows", type=_positive(int), default=1000, help="Adult rows (default 1000)"
+        "--rows", type=positive(int), default=1000, help="Adult rows (default 1000)"
     )
-    p.add_argument("--epochs", type=_positive(int), default=None)
-    p.add_argument("--batch-size", type=_positive(int), default=None)
+    p.add_argument("--epochs", type=positive(int), default=None)
+    p.add_argument("--batch-size", type=positive(int), default=None)
     p.add_argument(
         "--batch-sampling", choices=["poisson", "shuffle", "cyclic"], default=None
     )
