@@ -5,7 +5,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
@@ -15,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._solvers._saddle import make_saddle_plan, run_saddle_gda
 from ..accounting import account, calibrate_noise_multiplier
 from ..exceptions import PrivacyLeakWarning
+from ..linear_model._base import LinearClassifierPredictMixin
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import default_delta, enable_progress
 
@@ -77,7 +77,9 @@ def _encode_groups(sensitive_features, groups, n_samples):
     return codes[inverse.ravel()]
 
 
-class DPSaddlePointClassifier(ClassifierMixin, BaseEstimator):
+class DPSaddlePointClassifier(
+    LinearClassifierPredictMixin, ClassifierMixin, BaseEstimator
+):
     """Binary logistic regression minimising the worst group's loss, privately.
 
     Solves ``min_w max_{p in simplex} sum_k p_k L_k(w) + alpha / 2 ||w||^2``
@@ -382,22 +384,6 @@ class DPSaddlePointClassifier(ClassifierMixin, BaseEstimator):
         self.delta_ = delta
         self.privacy_spent_ = spent
         return self
-
-    def decision_function(self, X):
-        """Score of the positive class ``classes_[1]`` for each row (1-d)."""
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        return (X @ self.coef_.T + self.intercept_).ravel()
-
-    def predict_proba(self, X):
-        """Class probabilities, columns in the order of ``classes_``."""
-        p = expit(self.decision_function(X))
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X):
-        """Most probable class of each row."""
-        scores = self.decision_function(X)
-        return self.classes_[(scores > 0).astype(int)]
 
     def group_report(self, X, y, sensitive_features=None):
         """Per-group size, log-loss and accuracy on ``(X, y)`` (not private).

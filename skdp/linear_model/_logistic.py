@@ -5,17 +5,16 @@ from collections import OrderedDict
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
 
 from .._solvers._sgd import make_plan, run_logistic_sgd
 from ..accounting import account, calibrate_noise_multiplier
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import check_sample_weight, default_delta, enable_progress
+from ._base import LinearClassifierPredictMixin
 
 __all__ = ["DPLogisticRegression"]
 
@@ -53,7 +52,9 @@ def _encode_labels(y, classes, chunk=1 << 20):
     return codes
 
 
-class DPLogisticRegression(ClassifierMixin, BaseEstimator):
+class DPLogisticRegression(
+    LinearClassifierPredictMixin, ClassifierMixin, BaseEstimator
+):
     """Logistic regression with differential privacy, by DP-SGD or DP-SGLD.
 
     Binary or multinomial (softmax). Rows are projected onto a ball of public
@@ -349,33 +350,3 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         self.delta_ = delta
         self.privacy_spent_ = spent
         return self
-
-    def decision_function(self, X):
-        """Scores: 1-d for binary problems, ``(n, n_classes)`` otherwise."""
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        scores = X @ self.coef_.T + self.intercept_
-        return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict_proba(self, X):
-        """Class probabilities, columns in the order of ``classes_``."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            p = expit(scores)
-            return np.column_stack([1.0 - p, p])
-        return softmax(scores, axis=1)
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return np.column_stack(
-                [-np.logaddexp(0, scores), -np.logaddexp(0, -scores)]
-            )
-        return log_softmax(scores, axis=1)
-
-    def predict(self, X):
-        """Most probable class of each row."""
-        scores = self.decision_function(X)
-        index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
-        return self.classes_[index]
