@@ -4,16 +4,26 @@ Every fitted estimator exposes ``privacy_spent_``, a valid upper bound on the
 privacy loss of the mechanism that actually ran (see :mod:`skdp.accounting`).
 """
 
-from . import accounting, audit, datasets, fairness, model_selection, preprocessing
+from . import (
+    accounting,
+    audit,
+    datasets,
+    fairness,
+    model_selection,
+    preprocessing,
+    synthetic,
+)
 from .exceptions import OrderGridWarning, PrivacyLeakWarning
 from .fairness import DPSaddlePointClassifier
 from .linear_model import DPLogisticRegression
+from .synthetic import DPSyntheticData
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "DPLogisticRegression",
     "DPSaddlePointClassifier",
+    "DPSyntheticData",
     "OrderGridWarning",
     "PrivacyLeakWarning",
     "__version__",
@@ -23,4 +33,5 @@ __all__ = [
     "fairness",
     "model_selection",
     "preprocessing",
+    "synthetic",
 ]

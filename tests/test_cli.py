@@ -156,8 +156,15 @@ def test_account_poisson_matches_dp_accounting(capsys):
     from skdp.accounting import DEFAULT_ORDERS
 
     out = run_json(
-        capsys, "--noise-multiplier", "0.9", "--delta", "1e-6", "--sampling",
-        "poisson", "--neighbouring", "add-remove",
+        capsys,
+        "--noise-multiplier",
+        "0.9",
+        "--delta",
+        "1e-6",
+        "--sampling",
+        "poisson",
+        "--neighbouring",
+        "add-remove",
     )
     reference = RdpAccountant(orders=[float(a) for a in DEFAULT_ORDERS if a > 1.01])
     event = dp.PoissonSampledDpEvent(0.05, dp.GaussianDpEvent(0.9))

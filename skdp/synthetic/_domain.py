@@ -16,6 +16,7 @@ __all__ = [
     "ColumnSpec",
     "as_table",
     "build_specs",
+    "decode_column",
     "encode_table",
     "rebuild_table",
 ]
@@ -141,7 +142,7 @@ def build_specs(columns, domain, bins):
             f"domain names columns {unknown!r} that are not in X (columns: {keys!r})."
         )
     specs = []
-    for key, values, dtype in columns:
+    for key, _values, dtype in columns:
         if key not in domain:
             raise ValueError(
                 f"No domain given for column {key!r}. Pass domain={{{key!r}: "
@@ -258,13 +259,13 @@ def rebuild_table(specs, codes, rng, frame_info, dtype):
             if getattr(col_dtype, "name", None) == "category":
                 data[spec.key] = pd.Categorical(values, dtype=col_dtype)
             else:
-                data[spec.key] = pd.array(values.tolist(), dtype=col_dtype)
+                data[spec.key] = pd.Series(values).astype(col_dtype).array
         frame = pd.DataFrame(data)
         frame.columns = frame_info["columns"]
         return frame
     out = np.empty(codes.shape, dtype=dtype)
     for j, values in enumerate(decoded):
-        if dtype == object and specs[j].integer:
+        if np.dtype(dtype).kind == "O" and specs[j].integer:
             values = [int(v) for v in values]
         out[:, j] = values
     return out
