@@ -14,6 +14,7 @@ from .accounting import (
     logistic_constants,
 )
 from .audit._cli import add_audit_parser
+from .synthetic._cli import add_synth_parser
 from .utils._argtypes import positive, probability
 
 __all__ = ["main"]
@@ -175,6 +176,7 @@ def build_parser():
     _add_account_parser(subparsers)
     _add_demo_parser(subparsers)
     add_audit_parser(subparsers)
+    add_synth_parser(subparsers)
     return parser
 
 
