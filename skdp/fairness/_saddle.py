@@ -1,6 +1,5 @@
 """DPSaddlePointClassifier: private minimax-fair (worst-group) logistic regression."""
 
-import math
 import warnings
 from numbers import Integral, Real
 
@@ -231,11 +230,6 @@ class DPSaddlePointClassifier(
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
-
-    def _effective_row_norm(self):
-        if self.fit_intercept:
-            return math.sqrt(self.row_norm**2 + 1.0)
-        return float(self.row_norm)
 
     def _plan(self, n_samples, n_groups):
         return make_saddle_plan(

@@ -1,5 +1,7 @@
 """Prediction methods shared by skdp's linear classifiers."""
 
+import math
+
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.utils.validation import check_is_fitted
@@ -12,9 +14,18 @@ __all__ = ["LinearClassifierPredictMixin"]
 class LinearClassifierPredictMixin:
     """``decision_function``, ``predict*`` from ``coef_``, ``intercept_``, ``classes_``.
 
+    Also the row-norm bound of rows with the intercept column, for estimators
+    with ``row_norm`` and ``fit_intercept`` parameters.
+
     Binary models hold ``coef_`` of shape ``(1, n_features)`` and score the
     positive class ``classes_[1]`` with a 1-d ``decision_function``.
     """
+
+    def _effective_row_norm(self):
+        """Row-norm bound with the intercept's constant column appended."""
+        if self.fit_intercept:
+            return math.sqrt(self.row_norm**2 + 1.0)
+        return float(self.row_norm)
 
     def decision_function(self, X):
         """Scores: 1-d for binary problems, ``(n, n_classes)`` otherwise."""

@@ -253,11 +253,6 @@ class DPLogisticRegression(
             tail_fraction=self.tail_fraction,
         )
 
-    def _effective_row_norm(self):
-        if self.fit_intercept:
-            return math.sqrt(self.row_norm**2 + 1.0)
-        return float(self.row_norm)
-
     def privacy_plan(self, n_samples, n_classes=2):
         """Noise and privacy of a fit on ``n_samples`` rows, without any data.
 
