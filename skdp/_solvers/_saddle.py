@@ -37,7 +37,7 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from ..accounting import GaussianEvent, logistic_constants
-from ._sgd import _row_norms
+from ._sgd import _row_norms, row_projection
 
 __all__ = ["SaddlePlan", "make_saddle_plan", "run_saddle_gda"]
 
@@ -263,12 +263,7 @@ def run_saddle_gda(
     K = plan.n_groups
     onehot = np.zeros((X.shape[0], K))
     onehot[np.arange(X.shape[0]), group_codes] = 1.0
-    feature_norm = math.sqrt(row_norm**2 - 1.0) if fit_intercept else row_norm
-    raw_norms = _row_norms(X)
-    scale = np.minimum(1.0, feature_norm / np.maximum(raw_norms, 1e-300))
-    norm = raw_norms * scale
-    if fit_intercept:
-        norm = np.sqrt(norm**2 + 1.0)
+    scale, norm = row_projection(_row_norms(X), row_norm, fit_intercept)
     std_count, std_loss, std_grad = plan.noise_stds(noise_multiplier)
 
     # Release 1: noisy group counts (n itself when there is one group).

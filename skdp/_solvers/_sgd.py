@@ -232,6 +232,36 @@ def make_plan(
     )
 
 
+def row_projection(raw_norms, row_norm, fit_intercept):
+    """Scale and norm of rows projected onto the public ball, intercept included.
+
+    The rows fed to the loss are ``[scale * x, 1]`` (or ``scale * x`` without an
+    intercept) with ``||.|| <= row_norm``: the features go onto the ball of
+    radius ``sqrt(row_norm^2 - 1)`` (``row_norm`` without an intercept).
+
+    Parameters
+    ----------
+    raw_norms : ndarray of shape (n,)
+        Norms of the raw rows (from :func:`_row_norms`).
+    row_norm : float
+    fit_intercept : bool
+
+    Returns
+    -------
+    scale : ndarray of shape (n,)
+        ``min(1, feature_norm / ||x||)``.
+    norm : ndarray of shape (n,)
+        Norm of each projected row fed to the loss.
+    """
+    feature_norm = np.sqrt(row_norm**2 - 1.0) if fit_intercept else row_norm
+    raw = np.asarray(raw_norms, dtype=float)
+    scale = np.minimum(1.0, feature_norm / np.maximum(raw, 1e-300))
+    norm = raw * scale
+    if fit_intercept:
+        norm = np.sqrt(norm**2 + 1.0)
+    return scale, norm
+
+
 def _row_norms(X, chunk=65536):
     """L2 norm of every row, read in chunks (a memmap is never loaded whole)."""
     out = np.empty(X.shape[0], dtype=np.float32)
@@ -259,7 +289,7 @@ def _clipped_gradient_sum(W, Xb, Yb, row_scale, row_norm, problem):
     Xb : ndarray of shape (b, n_features)
     Yb : ndarray of shape (b, n_outputs)
     row_scale : ndarray of shape (b,)
-        ``min(1, feature_norm / ||x_i||)``.
+        ``min(1, feature_norm / ||x_i||)`` (see :func:`row_projection`).
     row_norm : ndarray of shape (b,)
         Norm of each projected row, intercept included.
     problem : dict
@@ -363,9 +393,8 @@ def run_logistic_sgd(
     d = X.shape[1] + int(fit_intercept)
     W = np.zeros((d, n_out)) if init is None else np.array(init, dtype=float)
     eye = np.eye(plan.n_classes)
-    feature_norm = np.sqrt(row_norm**2 - 1.0) if fit_intercept else row_norm
     # Row norms once per fit, stored as float32 (4 bytes a row); the projection
-    # onto the ball of radius feature_norm is derived per batch.
+    # onto the public ball is derived per batch.
     raw_norms = _row_norms(X)
     noise_sum = noise_multiplier * plan.clip_norm
     steps_per_epoch = len(plan.batch_sizes)
@@ -374,11 +403,7 @@ def run_logistic_sgd(
     for step, idx in _batches(plan, rng):
         eta = plan.learning_rates[step]
         Xb = np.asarray(X[idx], dtype=float)
-        raw = raw_norms[idx].astype(float)
-        scale = np.minimum(1.0, feature_norm / np.maximum(raw, 1e-300))
-        norm = raw * scale
-        if fit_intercept:
-            norm = np.sqrt(norm**2 + 1.0)
+        scale, norm = row_projection(raw_norms[idx], row_norm, fit_intercept)
         problem = {
             "binary": binary,
             "fit_intercept": fit_intercept,

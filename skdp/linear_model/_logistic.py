@@ -275,14 +275,19 @@ class DPLogisticRegression(
         self._check_settings()
         if n_samples < 1 or n_classes < 2:
             raise ValueError("n_samples must be >= 1 and n_classes >= 2.")
-        plan = self._plan(int(n_samples), int(n_classes))
+        _, z, spent, delta = self._planned_run(int(n_samples), int(n_classes))
+        return z, spent, delta
+
+    def _planned_run(self, n_samples, n_classes):
+        """The public plan of a run, its noise multiplier, spend and delta."""
+        plan = self._plan(n_samples, n_classes)
         delta = default_delta(n_samples) if self.delta is None else self.delta
         if self.epsilon is None:
             z = float(self.noise_multiplier)
             spent = account(plan.events(z), delta, neighbouring=self.neighbouring)
         else:
             z, spent = _calibrate(plan, self.epsilon, delta, self.neighbouring)
-        return z, spent, delta
+        return plan, z, spent, delta
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -314,8 +319,7 @@ class DPLogisticRegression(
                 f"y contains only one class ({classes[0]!r}); DPLogisticRegression "
                 "needs at least two classes."
             )
-        z, _, delta = self.privacy_plan(X.shape[0], classes.size)
-        plan = self._plan(X.shape[0], classes.size)
+        plan, z, _, delta = self._planned_run(X.shape[0], classes.size)
         codes = _encode_labels(y, classes)
         rng = np.random.default_rng(
             check_random_state(self.random_state).randint(2**31)
