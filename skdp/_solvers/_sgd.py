@@ -306,12 +306,18 @@ def _clipped_gradient_sum(W, Xb, Yb, row_scale, row_norm, problem):
         residual = softmax(scores, axis=1) - Yb
     if problem["weights"] is not None:
         residual *= problem["weights"][:, None]
-    norms = row_norm * np.linalg.norm(residual, axis=1)
+    if residual.shape[1] == 1:
+        norms = row_norm * np.abs(residual[:, 0])
+    else:
+        norms = row_norm * np.sqrt(np.einsum("ij,ij->i", residual, residual))
     factor = np.minimum(1.0, problem["clip_norm"] / np.maximum(norms, 1e-300))
     residual *= factor[:, None]
-    grad = Xb.T @ (residual * row_scale[:, None])
+    grad = np.empty_like(W)
     if fit_intercept:
-        grad = np.vstack([grad, residual.sum(axis=0)])
+        np.matmul(Xb.T, residual * row_scale[:, None], out=grad[:-1])
+        np.sum(residual, axis=0, out=grad[-1])
+    else:
+        np.matmul(Xb.T, residual * row_scale[:, None], out=grad)
     return grad
 
 
@@ -326,8 +332,22 @@ def _prox_and_project(W, plan, eta):
     return W
 
 
-def _batches(plan, rng):
-    """Yield ``(step, index array)`` for every step of the plan."""
+def _secret_order(plan, rng):
+    """The secret permutation of a shuffled run (drawn once, kept every epoch)."""
+    if plan.sampling != "shuffle":
+        return None
+    n = plan.n_samples
+    order = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    rng.shuffle(order)
+    return order
+
+
+def _batches(plan, rng, order):
+    """Yield ``(step, rows)`` for every step: an index array or a slice.
+
+    ``order`` is the secret permutation of a shuffled run whose data were not
+    permuted up front (a memmap), else None: batches are then contiguous.
+    """
     n = plan.n_samples
     if plan.sampling == "poisson":
         q = plan.batch_sizes[0] / n
@@ -335,10 +355,6 @@ def _batches(plan, rng):
             size = rng.binomial(n, q)
             yield step, np.sort(rng.choice(n, size=size, replace=False))
         return
-    order = None
-    if plan.sampling == "shuffle":
-        order = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-        rng.shuffle(order)
     bounds = np.concatenate([[0], np.cumsum(plan.batch_sizes)])
     for epoch in range(plan.epochs):
         for j in range(len(plan.batch_sizes)):
@@ -367,7 +383,9 @@ def run_logistic_sgd(
     Parameters
     ----------
     X : ndarray or memmap of shape (n_samples, n_features)
-        Read batch by batch (never copied whole).
+        Read batch by batch. A memmap is never copied whole; an in-memory
+        array is copied once in its secret order for a shuffled run (memory
+        for a second copy of ``X``, in exchange for contiguous batches).
     codes : ndarray of int, shape (n_samples,)
         Class index of each row (0/1 for binary); one-hot rows are built per
         batch, so memory stays proportional to the batch.
@@ -396,11 +414,21 @@ def run_logistic_sgd(
     # Row norms once per fit, stored as float32 (4 bytes a row); the projection
     # onto the public ball is derived per batch.
     raw_norms = _row_norms(X)
+    order = _secret_order(plan, rng)
+    if order is not None and not isinstance(X, np.memmap):
+        # The secret order is the same every epoch, so one permuted copy per
+        # fit (in memory, dropped on return) turns every batch into a
+        # contiguous slice instead of a gather per step. Memmaps keep the
+        # per-batch gather: copying them would defeat their purpose.
+        X, codes, raw_norms = X[order], codes[order], raw_norms[order]
+        if sample_weight is not None:
+            sample_weight = sample_weight[order]
+        order = None
     noise_sum = noise_multiplier * plan.clip_norm
     steps_per_epoch = len(plan.batch_sizes)
     average_from = plan.n_steps - max(1, int(round(plan.tail_fraction * plan.n_steps)))
     W_sum, n_averaged = np.zeros_like(W), 0
-    for step, idx in _batches(plan, rng):
+    for step, idx in _batches(plan, rng, order):
         eta = plan.learning_rates[step]
         Xb = np.asarray(X[idx], dtype=float)
         scale, norm = row_projection(raw_norms[idx], row_norm, fit_intercept)
