@@ -129,10 +129,11 @@ def estimator_params(config, row_norm, n_classes):
     return params
 
 
-def evaluate(data, config, epsilon, seeds):
+def evaluate(data, config, epsilon, seeds, neighbouring="replace-one"):
     """Mean test accuracy and mean seconds per fit over ``seeds`` seeds."""
     X_train, X_test, y_train, y_test, row_norm = data
     params = estimator_params(config, row_norm, np.unique(y_train).size)
+    params.setdefault("neighbouring", neighbouring)
     scores, seconds = [], []
     for seed in range(seeds):
         model = DPLogisticRegression(
@@ -185,12 +186,21 @@ def main(argv=None):
         choices=sorted(CONFIGS),
     )
     parser.add_argument("--plot", default=None, help="PNG path (needs matplotlib)")
+    parser.add_argument(
+        "--neighbouring",
+        default="replace-one",
+        choices=["replace-one", "add-remove"],
+        help="relation of every fit (the incumbents report add-remove)",
+    )
     args = parser.parse_args(argv)
     epsilons = args.epsilons or ((0.1, 1.0) if args.quick else EPSILONS)
     seeds = args.seeds or (2 if args.quick else 5)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
 
-    print(f"seeds={seeds}; defaults: {DPLogisticRegression().get_params()}\n")
+    print(
+        f"seeds={seeds}; neighbouring={args.neighbouring}; "
+        f"defaults: {DPLogisticRegression().get_params()}\n"
+    )
     results = {name: {} for name in args.configs}
     timing = {name: {} for name in args.configs}
     reference = {}
@@ -201,7 +211,9 @@ def main(argv=None):
             row = results[name].setdefault(dataset, {})
             times = []
             for epsilon in epsilons:
-                mean, std, seconds = evaluate(data, CONFIGS[name], epsilon, seeds)
+                mean, std, seconds = evaluate(
+                    data, CONFIGS[name], epsilon, seeds, args.neighbouring
+                )
                 row[epsilon] = mean
                 times.append(seconds)
                 print(
