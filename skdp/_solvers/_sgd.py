@@ -411,16 +411,13 @@ def run_logistic_sgd(
     d = X.shape[1] + int(fit_intercept)
     W = np.zeros((d, n_out)) if init is None else np.array(init, dtype=float)
     eye = np.eye(plan.n_classes)
-    # Row norms once per fit, stored as float32 (4 bytes a row); the projection
-    # onto the public ball is derived per batch.
-    raw_norms = _row_norms(X)
     order = _secret_order(plan, rng)
     if order is not None and not isinstance(X, np.memmap):
         # The secret order is the same every epoch, so one permuted copy per
         # fit (in memory, dropped on return) turns every batch into a
         # contiguous slice instead of a gather per step. Memmaps keep the
         # per-batch gather: copying them would defeat their purpose.
-        X, codes, raw_norms = X[order], codes[order], raw_norms[order]
+        X, codes = X[order], codes[order]
         if sample_weight is not None:
             sample_weight = sample_weight[order]
         order = None
@@ -431,7 +428,10 @@ def run_logistic_sgd(
     for step, idx in _batches(plan, rng, order):
         eta = plan.learning_rates[step]
         Xb = np.asarray(X[idx], dtype=float)
-        scale, norm = row_projection(raw_norms[idx], row_norm, fit_intercept)
+        # Norms of the batch's rows while they sit in cache: no separate pass
+        # over the data, and exact float64 norms for the projection.
+        raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
+        scale, norm = row_projection(raw, row_norm, fit_intercept)
         problem = {
             "binary": binary,
             "fit_intercept": fit_intercept,
