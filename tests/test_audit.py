@@ -82,7 +82,7 @@ def test_honest_estimator_passes_poisson(data, solver, epsilon):
     target = DPLogisticRegression(epsilon=epsilon, solver=solver, **SMALL)
     z, spent, _ = target.privacy_plan(N_ROWS)
     est = DPLogisticRegression(epsilon=None, noise_multiplier=z, solver=solver, **SMALL)
-    result = audit(est, X, y, n_trials=200, random_state=2)
+    result = audit(est, X, y, n_trials=100, random_state=2)
     assert result.epsilon_reported == pytest.approx(spent.epsilon)
     assert result.epsilon_lower <= result.epsilon_reported
 
@@ -245,3 +245,33 @@ def test_cli(capsys):
     text = capsys.readouterr().out
     for key in ("epsilon_lower", "epsilon_reported", "tpr", "fpr", "time"):
         assert key in text
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"), [("saddle", "--n-iter 10"), ("synthetic", "")]
+)
+def test_cli_other_estimators(capsys, name, extra):
+    parser = argparse.ArgumentParser(prog="skdp")
+    add_audit_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(
+        f"audit --estimator {name} --epsilon 2 --trials 8 --rows 120 {extra} "
+        "--json".split()
+    )
+    assert args.func(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["estimator"] == name and out["rows"] == 120
+    assert 0 <= out["epsilon_lower"] <= out["epsilon_reported"] <= 2.0 + 1e-9
+
+
+def test_plot_draws_both_histograms(data):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    X, y = data
+    est = DPLogisticRegression(epsilon=1.0, batch_sampling="cyclic", **SMALL)
+    result = audit(est, X, y, n_trials=16, random_state=0)
+    ax = result.plot()
+    assert len(ax.patches) > 0 and ax.get_legend() is not None
+    assert "epsilon >=" in ax.get_title()
+    plt.close(ax.figure)

@@ -2,9 +2,26 @@
 
 - :func:`audit`: a (1 - alpha)-confidence lower bound on the epsilon of a
   private estimator, from many fits with and without a canary record.
-- :class:`AuditResult`: its outcome.
+- :func:`audit_one_run`: the same kind of bound from a single fit with many
+  canaries (Steinke, Nasr and Jagielski 2023); weaker, but one fit.
+- :class:`AuditResult`, :class:`OneRunAuditResult`: their outcomes.
 """
 
 from ._audit import AuditResult, audit, clopper_pearson, epsilon_from_rates
+from ._one_run import (
+    OneRunAuditResult,
+    audit_one_run,
+    one_run_epsilon_lower,
+    one_run_p_value,
+)
 
-__all__ = ["AuditResult", "audit", "clopper_pearson", "epsilon_from_rates"]
+__all__ = [
+    "AuditResult",
+    "OneRunAuditResult",
+    "audit",
+    "audit_one_run",
+    "clopper_pearson",
+    "epsilon_from_rates",
+    "one_run_epsilon_lower",
+    "one_run_p_value",
+]

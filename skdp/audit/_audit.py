@@ -7,9 +7,21 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from scipy.stats import beta as beta_dist
+from scipy.stats import norm
 from sklearn.base import clone
 
+from ._canaries import (
+    check_groups_declared,
+    linear_canary,
+    synthetic_canary,
+    user_canary,
+)
+
 __all__ = ["AuditResult", "audit", "clopper_pearson", "epsilon_from_rates"]
+
+# Floor on the fitted spread of the scores without the canary, relative to
+# the pooled spread (keeps the normal tail defined for constant scores).
+_MIN_SPREAD = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,36 +212,56 @@ def epsilon_from_rates(tpr_lower, fpr_upper, delta):
     return float(out) if out.ndim == 0 else out
 
 
-def _bounds_at_thresholds(s_in, s_out, thresholds, alpha, delta):
-    """Epsilon bounds of the tests ``score > t``, for each ``t``."""
-    tp = (s_in[:, None] > thresholds[None, :]).sum(axis=0)
-    fp = (s_out[:, None] > thresholds[None, :]).sum(axis=0)
-    tpr_lo = clopper_pearson(tp, s_in.size, alpha / 2, side="lower")
-    fpr_hi = clopper_pearson(fp, s_out.size, alpha / 2, side="upper")
-    eps = epsilon_from_rates(tpr_lo, fpr_hi, delta)
-    advantage = tp / s_in.size - fp / s_out.size
-    return np.atleast_1d(eps), np.atleast_1d(advantage)
+def _count_above(values, thresholds):
+    """How many of ``values`` exceed each threshold."""
+    ordered = np.sort(values)
+    return ordered.size - np.searchsorted(ordered, thresholds, side="right")
 
 
-def _choose_test(s_in, s_out, alpha, delta):
-    """Direction and threshold that maximise the bound on the selection half."""
-    best = None
+def _predicted_bounds(tpr, fpr, n_in, n_out, alpha, delta):
+    """Bounds that rates ``tpr``, ``fpr`` would give on ``n_in``, ``n_out`` fits."""
+    tpr_lo = clopper_pearson(np.round(tpr * n_in), n_in, alpha / 2, side="lower")
+    fpr_hi = clopper_pearson(np.round(fpr * n_out), n_out, alpha / 2, side="upper")
+    return np.atleast_1d(epsilon_from_rates(tpr_lo, fpr_hi, delta))
+
+
+def _choose_test(s_in, s_out, alpha, delta, n_in_eval, n_out_eval):
+    """Direction and threshold of the test, chosen on the selection half only.
+
+    Each threshold and direction is rated by the bound the evaluation half
+    would give at rates estimated on the selection half, erring towards "no
+    leak": the true positive rate is the empirical one shrunk by one
+    binomial standard deviation; the false positive rate is the larger of
+    the empirical one raised by one standard deviation (plus one
+    pseudo-count) and the tail of a normal distribution fitted to the
+    scores without the canary. The normal tail keeps thresholds far in a
+    tail, where few fits were seen by luck, from looking better than they
+    are; the empirical true positive rate still finds rare but strong tails
+    (a canary seen only in some fits). Reading only the selection half keeps
+    the final bound valid.
+    """
     pooled = np.unique(np.concatenate([s_in, s_out]))
-    if pooled.size > 1:
-        mids = (pooled[:-1] + pooled[1:]) / 2
-    else:
-        mids = pooled.copy()
+    mids = (pooled[:-1] + pooled[1:]) / 2 if pooled.size > 1 else pooled.copy()
+    spread = np.std(pooled) if pooled.size > 1 else 0.0
+    floor = _MIN_SPREAD * spread if spread > 0 else _MIN_SPREAD
+    out_mean, out_std = np.mean(s_out), max(np.std(s_out, ddof=1), floor)
+    best = None
     for sign in (1.0, -1.0):
         thresholds = np.sort(sign * mids)
-        eps, advantage = _bounds_at_thresholds(
-            sign * s_in, sign * s_out, thresholds, alpha, delta
+        tp = _count_above(sign * s_in, thresholds)
+        fp = _count_above(sign * s_out, thresholds)
+        tpr = np.maximum(tp - np.sqrt(tp), 0.0) / s_in.size
+        fpr = np.maximum(
+            np.minimum((fp + np.sqrt(fp) + 1.0) / s_out.size, 1.0),
+            norm.sf((thresholds - sign * out_mean) / out_std),
         )
-        i = int(np.lexsort((advantage, eps))[-1])
-        key = (eps[i], advantage[i])
+        rating = _predicted_bounds(tpr, fpr, n_in_eval, n_out_eval, alpha, delta)
+        advantage = np.atleast_1d(tp / s_in.size - fp / s_out.size)
+        i = int(np.lexsort((advantage, rating))[-1])
+        key = (rating[i], advantage[i])
         if best is None or key > best[0]:
-            best = (key, sign, sign * thresholds[i])
-    _, sign, threshold = best
-    return sign, float(threshold)
+            best = (key, sign, float(sign * thresholds[i]))
+    return best[1], best[2]
 
 
 def _fit_and_score(estimator, X, y, seed, score, fit_params):
@@ -251,66 +283,6 @@ def _generator(random_state):
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(2**31))
     return np.random.default_rng(random_state)
-
-
-def _auto_canary(estimator, X, y):
-    """Datasets and score of the coefficient attack on a linear classifier."""
-    if y is None:
-        raise ValueError("canary='auto' needs labels y (a linear classifier).")
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y)
-    if X.ndim != 2 or X.shape[0] < 2:
-        raise ValueError("X must be 2-d with at least two rows.")
-    classes = np.unique(y)
-    if classes.size < 2:
-        raise ValueError("canary='auto' needs at least two classes in y.")
-    params = estimator.get_params(deep=False)
-    radius = float(params.get("row_norm", 1.0))
-    label = classes[1]
-    n, d = X.shape
-    base = np.hstack([X, np.zeros((n, 1))])
-    y_base = y.copy()
-    y_base[-1] = label
-    X_in, X_out = base.copy(), base.copy()
-    X_in[-1] = 0.0
-    X_in[-1, -1] = radius
-    X_out[-1] = 0.0
-    X_out[-1, -1] = -radius
-    k = 0 if classes.size == 2 else 1
-
-    def score(est):
-        return est.coef_[k, -1]
-
-    return X_in, y_base, X_out, y_base, score
-
-
-def _user_canary(estimator, X, y, canary, score):
-    x_c, y_c = canary
-    X = np.asarray(X, dtype=float)
-    x_c = np.asarray(x_c, dtype=float).ravel()
-    if X.ndim != 2 or x_c.size != X.shape[1]:
-        raise ValueError(
-            f"The canary has {x_c.size} features; X has {np.shape(X)[-1]}."
-        )
-    X_in = X.copy()
-    X_in[-1] = x_c
-    y_in = None
-    if y is not None:
-        y_in = np.asarray(y).copy()
-        y_in[-1] = y_c
-    if score is None:
-        if y is None:
-            raise ValueError("With an unsupervised estimator, pass a score callable.")
-        classes = np.unique(np.concatenate([np.asarray(y), np.asarray([y_c])]))
-        k = int(np.searchsorted(classes, y_c))
-
-        def score(est):
-            out = np.asarray(est.decision_function(x_c[None, :]))
-            if out.ndim == 1 or out.shape[1] == 1:
-                return out.ravel()[0] * (1.0 if k == classes.size - 1 else -1.0)
-            return out[0, k]
-
-    return X_in, y_in, X, (None if y is None else np.asarray(y)), score
 
 
 def audit(
@@ -346,21 +318,32 @@ def audit(
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,) or None
     canary : "auto" or tuple (x, y), default="auto"
-        ``"auto"`` (linear classifiers with ``coef_``): an extra all-zero
-        feature column is appended to ``X`` for every record, so no other
-        record ever moves that coordinate. In ``D'`` the last row is replaced
-        by the canary, zero everywhere but ``row_norm`` (the estimator's, or
-        1) in the extra column, labelled ``classes_[1]``; in ``D`` it is
-        replaced by the same record with ``-row_norm`` there (a neighbour by
-        replacement whose gradient is exactly opposite on that coordinate,
-        the largest gap a replaced record can make). The score is the model's
-        coefficient on the extra column (``coef_[0, -1]`` for binary
-        problems, the row of ``classes_[1]`` otherwise). With white-box access
-        to the final model, this is the strongest attack on this model: the
-        coordinate carries the canary's gradient steps and the noise only.
-        The last row is used so that, with cyclic batches, the canary's step
-        is the last one to touch the model. A tuple ``(x, y)``: ``D`` is
-        ``(X, y)`` and ``D'`` has its last row replaced by ``(x, y)``.
+        ``"auto"`` for a linear classifier (``DPLogisticRegression``,
+        ``DPSaddlePointClassifier``: anything with ``coef_``): an extra
+        all-zero feature column is appended to ``X`` for every record, so no
+        other record ever moves that coordinate. In ``D'`` the last row is
+        replaced by the canary, zero everywhere but ``row_norm`` (the
+        estimator's, or 1) in the extra column, labelled ``classes_[1]``; in
+        ``D`` by the same record with ``-row_norm`` there (a neighbour by
+        replacement whose gradient is opposite on that coordinate). The score
+        is the model's coefficient on the extra column (``coef_[0, -1]`` for
+        binary problems, the row of ``classes_[1]`` otherwise): the coordinate
+        carries the canary's gradient steps and the noise only. The last row
+        is used so that, with cyclic batches, the canary's step is the last
+        one to touch the model; with ``sensitive_features`` (passed in
+        ``fit_params``) the canary keeps the last row's group, which must be
+        among the estimator's declared ``groups``.
+        ``"auto"`` for synthetic data (``y is None`` and the estimator has
+        ``sample``; every column with a categorical ``domain``): in each
+        column the canary takes the category least frequent among the other
+        rows, its neighbour the most frequent one, so the canary's cell is
+        empty without it. The score is the canary's frequency in a large
+        synthetic sample: the shares of sampled rows carrying its value in
+        each column plus those carrying its values on each measured set of
+        columns (``selected_``, else ``tree_``).
+        A tuple ``(x, y)``: ``D`` is ``(X, y)`` and ``D'`` has its last row
+        replaced by ``(x, y)`` (``y=None`` for unsupervised estimators, which
+        then need ``score``).
     n_trials : int, default=200
         Number of fits (at least 8), half on each data set.
     alpha : float, default=0.05
@@ -386,12 +369,14 @@ def audit(
     Notes
     -----
     Validity. The fits of each data set are split in two halves. The test
-    (direction and threshold) is chosen on the first halves, maximising the
-    bound they give; it is evaluated on the second halves only, independent
-    of the choice. There, with ``TPR_lo`` the Clopper-Pearson lower bound on
-    the true positive rate and ``FPR_hi`` the upper bound on the false
-    positive rate, each at level ``alpha / 2``, both hold together with
-    probability at least ``1 - alpha`` and then (epsilon, delta)-DP implies
+    (direction and threshold) is chosen on the first halves only (rated by
+    the bound the second halves would give at rates estimated on the first
+    halves, erring towards "no leak"); it is evaluated on the second halves
+    only, independent of the choice. There, with ``TPR_lo`` the
+    Clopper-Pearson lower bound on the true positive rate and ``FPR_hi`` the
+    upper bound on the false positive rate, each at level ``alpha / 2``,
+    both hold together with probability at least ``1 - alpha`` and then
+    (epsilon, delta)-DP implies
     ``epsilon >= max(log((TPR_lo - delta) / FPR_hi),
     log((1 - FPR_hi - delta) / (1 - TPR_lo)))``. So ``epsilon_lower`` is a
     (1 - alpha)-confidence lower bound on the smallest epsilon for which the
@@ -420,14 +405,16 @@ def audit(
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
     if score is not None and not callable(score):
         raise TypeError("score must be a callable taking a fitted estimator.")
+    check_groups_declared(estimator, fit_params)
     if isinstance(canary, str):
         if canary != "auto":
             raise ValueError(f"canary must be 'auto' or (x, y), got {canary!r}.")
-        X_in, y_in, X_out, y_out, auto_score = _auto_canary(estimator, X, y)
+        if y is None and hasattr(estimator, "sample"):
+            X_in, y_in, X_out, y_out, auto_score = synthetic_canary(estimator, X)
+        else:
+            X_in, y_in, X_out, y_out, auto_score = linear_canary(estimator, X, y)
     elif isinstance(canary, tuple) and len(canary) == 2:
-        X_in, y_in, X_out, y_out, auto_score = _user_canary(
-            estimator, X, y, canary, score
-        )
+        X_in, y_in, X_out, y_out, auto_score = user_canary(X, y, canary, score)
     else:
         raise ValueError(f"canary must be 'auto' or (x, y), got {canary!r}.")
     score = auto_score if score is None else score
@@ -456,7 +443,12 @@ def audit(
     scores_in, scores_out = scores[:n_in], scores[n_in:]
     half_in, half_out = n_in // 2, n_out // 2
     sign, threshold = _choose_test(
-        scores_in[:half_in], scores_out[:half_out], alpha, delta
+        scores_in[:half_in],
+        scores_out[:half_out],
+        alpha,
+        delta,
+        n_in - half_in,
+        n_out - half_out,
     )
     eval_in, eval_out = sign * scores_in[half_in:], sign * scores_out[half_out:]
     tp = int(np.sum(eval_in > sign * threshold))

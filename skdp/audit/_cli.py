@@ -6,7 +6,75 @@ import time
 
 from ..utils._argtypes import positive
 
-__all__ = ["add_audit_parser", "run_audit"]
+__all__ = ["SYNTHETIC_COLUMNS", "adult_audit_setup", "add_audit_parser", "run_audit"]
+
+# Categorical Adult columns the synthetic-data audit models (public domains).
+SYNTHETIC_COLUMNS = ("relationship", "race", "sex", "workclass")
+_GROUP_COLUMN = "sex"
+_ROW_NORM = math.sqrt(14.0)
+_LINEAR_OPTIONS = {
+    "logistic": ("epochs", "batch_size", "batch_sampling", "solver"),
+    "saddle": ("n_iter",),
+}
+
+
+def adult_audit_setup(estimator, rows, epsilon, random_state, **params):
+    """Estimator, data and fit parameters of an audit on vendored Adult.
+
+    Parameters
+    ----------
+    estimator : {"logistic", "saddle", "synthetic"}
+    rows : int
+        Rows drawn without replacement from the whole data.
+    epsilon : float
+    random_state : int
+        Seeds the choice of rows.
+    **params : dict
+        Further estimator parameters (``None`` values are ignored).
+
+    Returns
+    -------
+    estimator : estimator
+        Unfitted.
+    X : ndarray
+    y : ndarray or None
+    fit_params : dict
+    """
+    import numpy as np
+
+    from ..datasets import ADULT_SCHEMA, adult_design_matrix, load_adult
+    from ..fairness import DPSaddlePointClassifier
+    from ..linear_model import DPLogisticRegression
+    from ..synthetic import DPSyntheticData
+
+    data, target = load_adult(return_X_y=True)
+    rng = np.random.default_rng(random_state)
+    rows = min(rows, data.shape[0])
+    index = np.sort(rng.choice(data.shape[0], size=rows, replace=False))
+    names = list(ADULT_SCHEMA)
+    params = {k: v for k, v in params.items() if v is not None}
+    if estimator == "synthetic":
+        columns = [names.index(name) for name in SYNTHETIC_COLUMNS]
+        X = data[index][:, columns]
+        domain = {
+            j: list(ADULT_SCHEMA[name]) for j, name in enumerate(SYNTHETIC_COLUMNS)
+        }
+        return DPSyntheticData(epsilon=epsilon, domain=domain, **params), X, None, {}
+    X = adult_design_matrix(data[index])
+    y = np.asarray(target)[index]
+    if estimator == "saddle":
+        groups = data[index][:, names.index(_GROUP_COLUMN)]
+        est = DPSaddlePointClassifier(
+            epsilon=epsilon,
+            groups=list(ADULT_SCHEMA[_GROUP_COLUMN]),
+            row_norm=_ROW_NORM,
+            **params,
+        )
+        return est, X, y, {"sensitive_features": groups}
+    if estimator == "logistic":
+        est = DPLogisticRegression(epsilon=epsilon, row_norm=_ROW_NORM, **params)
+        return est, X, y, {}
+    raise ValueError(f"Unknown estimator {estimator!r}.")
 
 
 def add_audit_parser(subparsers):
@@ -32,7 +100,16 @@ def add_audit_parser(subparsers):
             "skdp.audit.audit), next to the epsilon it reports."
         ),
     )
-    p.add_argument("--estimator", choices=["logistic"], default="logistic")
+    p.add_argument(
+        "--estimator",
+        choices=["logistic", "saddle", "synthetic"],
+        default="logistic",
+        help=(
+            "logistic: DPLogisticRegression; saddle: DPSaddlePointClassifier "
+            "with sex as the group; synthetic: DPSyntheticData on "
+            f"{', '.join(SYNTHETIC_COLUMNS)}"
+        ),
+    )
     p.add_argument("--epsilon", type=positive(float), default=1.0)
     p.add_argument("--trials", type=positive(int), default=400)
     p.add_argument("--n-jobs", type=int, default=None)
@@ -47,6 +124,12 @@ def add_audit_parser(subparsers):
         "--batch-sampling", choices=["poisson", "shuffle", "cyclic"], default=None
     )
     p.add_argument("--solver", choices=["dp-sgd", "dp-sgld"], default=None)
+    p.add_argument(
+        "--n-iter",
+        type=positive(int),
+        default=None,
+        help="steps of the saddle-point solver",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run_audit)
     return p
@@ -65,25 +148,17 @@ def run_audit(args):
     status : int
         0 on success.
     """
-    import numpy as np
-
-    from ..datasets import adult_design_matrix, load_adult
-    from ..linear_model import DPLogisticRegression
     from ._audit import audit
 
     if not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must be in (0, 1), got {args.alpha}")
-    data, target = load_adult(return_X_y=True)
-    rng = np.random.default_rng(args.random_state)
-    rows = min(args.rows, data.shape[0])
-    index = np.sort(rng.choice(data.shape[0], size=rows, replace=False))
-    X = adult_design_matrix(data[index])
-    y = np.asarray(target)[index]
-    params = {"epsilon": args.epsilon, "row_norm": math.sqrt(14.0)}
-    for name in ("epochs", "batch_size", "batch_sampling", "solver"):
-        if getattr(args, name) is not None:
-            params[name] = getattr(args, name)
-    estimator = DPLogisticRegression(**params)
+    options = {
+        name: getattr(args, name) for name in _LINEAR_OPTIONS.get(args.estimator, ())
+    }
+    estimator, X, y, fit_params = adult_audit_setup(
+        args.estimator, args.rows, args.epsilon, args.random_state, **options
+    )
+    rows = X.shape[0]
     start = time.perf_counter()
     result = audit(
         estimator,
@@ -93,6 +168,7 @@ def run_audit(args):
         alpha=args.alpha,
         n_jobs=args.n_jobs,
         random_state=args.random_state,
+        **fit_params,
     )
     seconds = time.perf_counter() - start
     if args.json:
@@ -100,7 +176,7 @@ def run_audit(args):
         out.update(estimator=args.estimator, rows=rows, seconds=seconds)
         print(json.dumps(out))
         return 0
-    print(f"estimator         DPLogisticRegression({params})")
+    print(f"estimator         {' '.join(repr(estimator).split())}")
     print(f"rows              {rows} of vendored Adult")
     print(f"trials            {result.n_trials}")
     confidence = f"{1 - result.alpha:.0%} confidence"

@@ -1,0 +1,258 @@
+"""Canaries: the neighbouring data sets and the score an audit compares.
+
+Each builder returns ``(X_in, y_in, X_out, y_out, score)``: the data set
+holding the canary, its replace-one neighbour, and ``score(fitted) -> float``
+(larger meaning "canary in"). The builders read the data freely: an audit is
+an evaluation tool, not a private release.
+"""
+
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_SYNTHETIC_SAMPLES",
+    "check_groups_declared",
+    "linear_canary",
+    "synthetic_canary",
+    "user_canary",
+]
+
+# Rows drawn from a fitted synthetic-data model to score the canary's cell;
+# at least this many, and at least this many times the input's rows.
+DEFAULT_SYNTHETIC_SAMPLES = 10_000
+_SYNTHETIC_SAMPLES_PER_ROW = 20
+
+
+def check_groups_declared(estimator, fit_params):
+    """Refuse to audit an estimator that would read its group set from the data.
+
+    Parameters
+    ----------
+    estimator : estimator
+    fit_params : dict
+
+    Raises
+    ------
+    ValueError
+        If the estimator has a ``groups`` parameter left at ``None`` while
+        ``sensitive_features`` is passed to ``fit``.
+    """
+    params = estimator.get_params(deep=False)
+    if (
+        "groups" in params
+        and params["groups"] is None
+        and fit_params.get("sensitive_features") is not None
+    ):
+        raise ValueError(
+            "The estimator has groups=None: every fit would read the set of "
+            "groups from sensitive_features, which privacy_spent_ does not "
+            "cover. Declare the public set with groups=[...] before auditing."
+        )
+
+
+def linear_canary(estimator, X, y):
+    """Coefficient attack on a linear classifier, on a fresh feature column.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A classifier exposing ``coef_`` once fitted; its ``row_norm``
+        parameter (1 if absent) is the canary's norm.
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+
+    Returns
+    -------
+    X_in, y_in, X_out, y_out : ndarray
+        ``X`` with an extra all-zero column; the last row is replaced by
+        ``row_norm`` (in) or ``-row_norm`` (out) in that column, zero
+        elsewhere, labelled ``classes[1]``.
+    score : callable
+        The fitted model's coefficient on the extra column (row of
+        ``classes[1]``; row 0 for a binary model).
+    """
+    if y is None:
+        raise ValueError("canary='auto' needs labels y (a linear classifier).")
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y)
+    if X.ndim != 2 or X.shape[0] < 2:
+        raise ValueError("X must be 2-d with at least two rows.")
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},).")
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError("canary='auto' needs at least two classes in y.")
+    radius = float(estimator.get_params(deep=False).get("row_norm", 1.0))
+    n = X.shape[0]
+    base = np.hstack([X, np.zeros((n, 1))])
+    labels = y.copy()
+    labels[-1] = classes[1]
+    X_in, X_out = base.copy(), base.copy()
+    X_in[-1] = 0.0
+    X_in[-1, -1] = radius
+    X_out[-1] = 0.0
+    X_out[-1, -1] = -radius
+    row = 0 if classes.size == 2 else 1
+
+    def score(est):
+        return est.coef_[row, -1]
+
+    return X_in, labels, X_out, labels, score
+
+
+def _is_frame(X):
+    return type(X).__module__.split(".")[0] == "pandas" and hasattr(X, "columns")
+
+
+def _column(table, key, position):
+    if _is_frame(table):
+        return table[key].to_numpy()
+    return np.asarray(table)[:, position]
+
+
+def _measured_sets(est):
+    """Column sets whose marginals the fitted model measured (released)."""
+    for name in ("selected_", "tree_"):
+        sets = getattr(est, name, None)
+        if sets:
+            return [tuple(columns) for columns in sets]
+    return []
+
+
+def synthetic_canary(estimator, X, n_synthetic=None):
+    """A record in an otherwise empty cell, scored by its synthetic frequency.
+
+    Every column must have a categorical domain (a list) in the estimator's
+    ``domain``. In each column the canary takes the category least frequent
+    among the other rows (so its whole cell, and usually each of its 1-way
+    cells, is empty without it); its neighbour takes the most frequent one.
+
+    Parameters
+    ----------
+    estimator : estimator
+        With a ``domain`` parameter and, once fitted, ``sample(n)`` and
+        ``tree_`` (pairs of column keys whose 2-way marginals were measured).
+    X : ndarray or DataFrame of shape (n_samples, n_features)
+    n_synthetic : int or None, default=None
+        Rows sampled from each fitted model; ``None``: the larger of
+        ``DEFAULT_SYNTHETIC_SAMPLES`` and 20 times ``n_samples``.
+
+    Returns
+    -------
+    X_in, None, X_out, None, score
+        ``score(fitted)``: in a sample of ``n_synthetic`` synthetic rows, the
+        sum over columns of the share of rows carrying the canary's value,
+        plus, for each measured set of columns (``selected_``, else
+        ``tree_``), the share carrying the canary's values on all of them.
+    """
+    domain = estimator.get_params(deep=False).get("domain")
+    if not isinstance(domain, Mapping):
+        raise ValueError(
+            "canary='auto' for synthetic data needs the estimator's public "
+            "domain (a mapping column -> list of categories)."
+        )
+    frame = _is_frame(X)
+    if not frame:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d, got shape {X.shape}.")
+        if X.dtype.kind in "US":
+            # Fixed-width strings would truncate a longer canary category.
+            X = X.astype(object)
+    n_rows, n_columns = X.shape
+    if n_rows < 2:
+        raise ValueError("X must have at least two rows.")
+    keys = list(X.columns) if frame else list(range(n_columns))
+    canary, other = [], []
+    for position, key in enumerate(keys):
+        categories = domain.get(key)
+        if not isinstance(categories, list | np.ndarray):
+            raise ValueError(
+                f"canary='auto' for synthetic data needs a categorical domain "
+                f"(a list) for every column; column {key!r} has "
+                f"{categories!r}. Pass canary=(record, None) and a score instead."
+            )
+        values = _column(X, key, position)[:-1]
+        counts = np.array([np.count_nonzero(values == c) for c in categories])
+        canary.append(categories[int(np.argmin(counts))])
+        other.append(categories[int(np.argmax(counts))])
+    if canary == other:
+        raise ValueError(
+            "Every column has a single category: no canary can differ from "
+            "its neighbour."
+        )
+    X_in, X_out = X.copy(), X.copy()
+    if frame:
+        for position in range(n_columns):
+            X_in.iloc[-1, position] = canary[position]
+            X_out.iloc[-1, position] = other[position]
+    else:
+        X_in[-1] = np.asarray(canary, dtype=X.dtype)
+        X_out[-1] = np.asarray(other, dtype=X.dtype)
+    if n_synthetic is None:
+        n_synthetic = max(
+            DEFAULT_SYNTHETIC_SAMPLES, _SYNTHETIC_SAMPLES_PER_ROW * n_rows
+        )
+    index = {key: position for position, key in enumerate(keys)}
+
+    def score(est):
+        sample = est.sample(int(n_synthetic))
+        hits = np.column_stack(
+            [
+                _column(sample, key, position) == canary[position]
+                for position, key in enumerate(keys)
+            ]
+        )
+        total = hits.mean(axis=0).sum()
+        for columns in _measured_sets(est):
+            if len(columns) > 1 and all(key in index for key in columns):
+                positions = [index[key] for key in columns]
+                total += np.mean(np.all(hits[:, positions], axis=1))
+        return float(total)
+
+    return X_in, None, X_out, None, score
+
+
+def user_canary(X, y, canary, score):
+    """Datasets for a user's canary ``(x, y)``: ``D`` is ``(X, y)``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,) or None
+    canary : tuple (x, y_c)
+    score : callable or None
+        ``None`` (supervised only): the decision function at the canary,
+        signed towards its label.
+
+    Returns
+    -------
+    X_in, y_in, X_out, y_out, score
+    """
+    x_c, y_c = canary
+    X = np.asarray(X, dtype=float)
+    x_c = np.asarray(x_c, dtype=float).ravel()
+    if X.ndim != 2 or x_c.size != X.shape[1]:
+        raise ValueError(
+            f"The canary has {x_c.size} features; X has {np.shape(X)[-1]}."
+        )
+    X_in = X.copy()
+    X_in[-1] = x_c
+    y_in = None
+    if y is not None:
+        y_in = np.asarray(y).copy()
+        y_in[-1] = y_c
+    if score is None:
+        if y is None:
+            raise ValueError("With an unsupervised estimator, pass a score callable.")
+        classes = np.unique(np.concatenate([np.asarray(y), np.asarray([y_c])]))
+        k = int(np.searchsorted(classes, y_c))
+
+        def score(est):
+            out = np.asarray(est.decision_function(x_c[None, :]))
+            if out.ndim == 1 or out.shape[1] == 1:
+                return out.ravel()[0] * (1.0 if k == classes.size - 1 else -1.0)
+            return out[0, k]
+
+    return X_in, y_in, X, (None if y is None else np.asarray(y)), score

@@ -1,0 +1,156 @@
+"""Audits of every estimator, and the audit's teeth against a quarter of the noise."""
+
+import numpy as np
+import pytest
+
+from skdp.audit import audit
+from skdp.audit._canaries import synthetic_canary
+from skdp.fairness import DPSaddlePointClassifier
+from skdp.linear_model import DPLogisticRegression
+from skdp.synthetic import DPSyntheticData
+
+# Full-batch cyclic DP-SGD on a few rows without intercept, clip norm a
+# quarter of the row norm: clipping is always active on the canary, so its
+# two versions move the canary's coefficient by exactly +-eta C / b per step,
+# the sensitivity the accountant charges. The attack is then as strong as it
+# can be, and the reported epsilon is close to the true one.
+TEETH_ROWS = 10
+TEETH = {
+    "batch_sampling": "cyclic",
+    "epochs": 1,
+    "batch_size": TEETH_ROWS,
+    "fit_intercept": False,
+    "max_grad_norm": 0.25,
+}
+
+
+def _unit_rows(n, d, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    X /= np.linalg.norm(X, axis=1).max()
+    return X, (X[:, 0] > 0).astype(int)
+
+
+class QuarterNoise(DPLogisticRegression):
+    """Broken on purpose: a quarter of the calibrated noise, the honest spend."""
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit with noise multiplier z / 4; report the spend of z."""
+        z, spent, _ = self.privacy_plan(np.shape(X)[0], np.unique(y).size)
+        epsilon = self.epsilon
+        self.epsilon, self.noise_multiplier = None, z / 4
+        try:
+            super().fit(X, y, sample_weight)
+        finally:
+            self.epsilon, self.noise_multiplier = epsilon, None
+        self.privacy_spent_ = spent
+        self.noise_multiplier_ = z
+        return self
+
+
+def test_audit_catches_a_quarter_of_the_noise():
+    X, y = _unit_rows(TEETH_ROWS, 3, seed=0)
+    result = audit(
+        QuarterNoise(epsilon=1.0, **TEETH), X, y, n_trials=8000, random_state=0
+    )
+    assert result.epsilon_reported == pytest.approx(1.0, abs=0.01)
+    assert result.epsilon_lower > result.epsilon_reported
+
+
+def test_honest_twin_of_the_teeth_setting_passes():
+    X, y = _unit_rows(TEETH_ROWS, 3, seed=0)
+    est = DPLogisticRegression(epsilon=1.0, **TEETH)
+    result = audit(est, X, y, n_trials=4000, random_state=0)
+    assert result.epsilon_reported == pytest.approx(1.0, abs=0.01)
+    assert result.epsilon_lower <= result.epsilon_reported
+
+
+@pytest.fixture(scope="module")
+def grouped():
+    X, y = _unit_rows(40, 3, seed=1)
+    return X, y, np.where(np.arange(40) % 3 == 0, "a", "b")
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_saddle_point_classifier_passes(grouped, epsilon):
+    X, y, groups = grouped
+    est = DPSaddlePointClassifier(epsilon=epsilon, groups=["a", "b"], n_iter=20)
+    result = audit(est, X, y, n_trials=200, random_state=0, sensitive_features=groups)
+    assert result.epsilon_reported <= epsilon * (1 + 1e-9)
+    assert result.epsilon_reported > 0.9 * epsilon
+    assert result.epsilon_lower <= result.epsilon_reported
+
+
+def test_saddle_point_audit_needs_declared_groups(grouped):
+    X, y, groups = grouped
+    est = DPSaddlePointClassifier(epsilon=1.0, n_iter=5)
+    with pytest.raises(ValueError, match="groups="):
+        audit(est, X, y, n_trials=8, sensitive_features=groups)
+
+
+@pytest.fixture(scope="module")
+def categorical():
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 3, size=(60, 3))
+    X[:, 1] = (X[:, 0] + rng.integers(0, 2, size=60)) % 3
+    return X, {0: [0, 1, 2], 1: [0, 1, 2], 2: [0, 1, 2]}
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_synthetic_data_passes(categorical, epsilon):
+    X, domain = categorical
+    est = DPSyntheticData(epsilon=epsilon, domain=domain)
+    result = audit(est, X, n_trials=80, random_state=0)
+    assert result.epsilon_reported <= epsilon * (1 + 1e-9)
+    assert result.epsilon_reported > 0.9 * epsilon
+    assert result.epsilon_lower <= result.epsilon_reported
+
+
+def test_synthetic_canary_sits_in_an_empty_cell(categorical):
+    X, domain = categorical
+    X = X.copy()
+    X[:, 2] = np.where(X[:, 2] == 1, 0, X[:, 2])  # category 1 unused in column 2
+    est = DPSyntheticData(epsilon=1.0, domain=domain)
+    X_in, y_in, X_out, y_out, score = synthetic_canary(est, X, n_synthetic=100)
+    assert y_in is None and y_out is None
+    assert X_in[-1, 2] == 1 and X_out[-1, 2] == 0
+    np.testing.assert_array_equal(X_in[:-1], X[:-1])
+    np.testing.assert_array_equal(X_out[:-1], X[:-1])
+    others = X[:-1]
+    assert not np.any(np.all(others == X_in[-1], axis=1))
+    fitted = DPSyntheticData(epsilon=1.0, domain=domain, random_state=0).fit(X_in)
+    value = score(fitted)
+    assert 0.0 <= value <= X.shape[1] + len(getattr(fitted, "selected_", []) or [])
+
+
+def test_synthetic_canary_needs_categorical_domains(categorical):
+    X, _ = categorical
+    est = DPSyntheticData(epsilon=1.0, domain={0: [0, 1, 2], 1: (0, 2), 2: [0, 1, 2]})
+    with pytest.raises(ValueError, match="categorical"):
+        audit(est, X, n_trials=8)
+    with pytest.raises(ValueError, match="domain"):
+        audit(DPSyntheticData(epsilon=1.0), X, n_trials=8)
+
+
+def test_synthetic_canary_on_a_dataframe():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {"a": rng.choice(["x", "y", "z"], 50), "b": rng.choice(["p", "q"], 50)}
+    )
+    domain = {"a": ["x", "y", "z", "w"], "b": ["p", "q"]}
+    est = DPSyntheticData(epsilon=1.0, domain=domain)
+    X_in, _, X_out, _, score = synthetic_canary(est, frame, n_synthetic=500)
+    assert X_in.iloc[-1]["a"] == "w"  # the unused category: an empty cell
+    assert X_out.iloc[-1]["a"] != "w"
+    assert list(X_in.columns) == ["a", "b"]
+    fitted = DPSyntheticData(epsilon=1.0, domain=domain, random_state=0).fit(X_in)
+    assert score(fitted) >= 0.0
+
+
+def test_synthetic_canary_keeps_long_categories_of_short_strings():
+    X = np.array([["a", "b"], ["a", "c"], ["b", "b"]] * 5)  # dtype <U1
+    domain = {0: ["a", "b", "long category"], 1: ["b", "c"]}
+    est = DPSyntheticData(epsilon=1.0, domain=domain)
+    X_in, _, _, _, _ = synthetic_canary(est, X, n_synthetic=10)
+    assert X_in[-1, 0] == "long category"
