@@ -23,7 +23,20 @@ from skdp.linear_model import DPLogisticRegression
     [
         DPSaddlePointClassifier(random_state=0),
         DPSaddlePointClassifier(epsilon=1000.0, fit_intercept=False, random_state=0),
+        DPSaddlePointClassifier(solver="mirror", random_state=0),
+        DPSaddlePointClassifier(
+            solver="mirror", epsilon=10.0, fit_intercept=False, random_state=0
+        ),
     ],
+    expected_failed_checks=lambda est: (
+        {
+            "check_classifiers_train": "one pass of private mirror descent at "
+            "epsilon=1 on the check's ~100 rows stays below its 0.83 training "
+            "accuracy (batches of one row; docs/fairness.md)"
+        }
+        if est.solver == "mirror" and est.epsilon <= 1
+        else {}
+    ),
 )
 def test_sklearn_conformance(estimator, check):
     check(estimator)
@@ -230,9 +243,12 @@ def test_inferred_groups_warn():
         ({"groups": [0, 1]}, lambda g: np.column_stack([g, g]), r"one-dimensional"),
     ],
 )
-def test_errors_leave_state_unchanged(kwargs, sf_fn, match):
+@pytest.mark.parametrize("solver", ["gda", "mirror"])
+def test_errors_leave_state_unchanged(kwargs, sf_fn, match, solver):
     X, y, g = two_rule_data(n=200)
-    est = DPSaddlePointClassifier(n_iter=10, random_state=0, groups=[0, 1])
+    est = DPSaddlePointClassifier(
+        n_iter=10, random_state=0, groups=[0, 1], solver=solver
+    )
     est.fit(X, y, sensitive_features=g)
     before = {k: np.copy(v) for k, v in vars(est).items() if k.endswith("_")}
     est.set_params(**kwargs)
@@ -249,10 +265,13 @@ def test_multiclass_refused():
         DPSaddlePointClassifier(groups=[0, 1]).fit(X, y, sensitive_features=g)
 
 
-def test_group_report_values():
+@pytest.mark.parametrize("solver", ["gda", "mirror"])
+def test_group_report_values(solver):
     X, y, g = two_rule_data(n=400)
     labels = np.array(["no", "yes"])[y]
-    est = DPSaddlePointClassifier(epsilon=10.0, groups=[1, 0], random_state=0)
+    est = DPSaddlePointClassifier(
+        epsilon=10.0, groups=[1, 0], random_state=0, solver=solver
+    )
     est.fit(X, labels, sensitive_features=g)
     report = est.group_report(X, labels, g)
     assert list(report) == [1, 0]

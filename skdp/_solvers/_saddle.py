@@ -213,7 +213,9 @@ def _group_sums(w, X, y, onehot, scale, norm, plan, fit_intercept):
     )
     residual = residual * factor
     weighted = onehot * (residual * scale)[:, None]
-    grad_sums = weighted.T @ X
+    # (X^T W)^T rather than W^T X: the same sums, several times faster with
+    # OpenBLAS on a C-ordered X (measured on Adult: 18 ms against 90-400 ms).
+    grad_sums = (X.T @ weighted).T
     if fit_intercept:
         grad_sums = np.column_stack([grad_sums, onehot.T @ residual])
     losses = np.logaddexp(0.0, scores) - y * scores
