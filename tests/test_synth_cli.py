@@ -54,3 +54,70 @@ def test_synth_refuses_a_missing_domain(files, capsys):
     domain.write_text(json.dumps({"age": {"low": 18, "high": 90}}))
     assert main(["synth", str(data), "--domain", str(domain)]) == 2
     assert "colour" in capsys.readouterr().err
+
+
+def test_synth_infers_a_numeric_range_and_says_what_it_spent(files, capsys):
+    data, domain, tmp = files
+    domain.write_text(json.dumps({"colour": ["red", "green", "blue"]}))
+    out = tmp / "out.csv"
+    args = [
+        "synth",
+        str(data),
+        "--domain",
+        str(domain),
+        "--epsilon",
+        "3",
+        "--infer-domain",
+        "0.2",
+        "--method",
+        "tree",
+        "--random-state",
+        "0",
+        "-o",
+        str(out),
+    ]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "learned numeric ranges {'age': (" in err and "0.2 of the budget" in err
+    with open(out, newline="") as handle:
+        rows = list(csv.reader(handle))[1:]
+    low, high = (float(v) for v in err.split("'age': (")[1].split(")")[0].split(","))
+    assert 0 <= low <= 25 and 60 <= high <= 200  # ages are 20..69
+    assert all(low <= float(r[0]) <= high for r in rows)
+
+
+def test_synth_missing_fields(files, capsys):
+    data, domain, tmp = files
+    lines = data.read_text().splitlines()
+    lines[1] = ",red"  # an empty age
+    data.write_text("\n".join(lines) + "\n")
+    assert main(["synth", str(data), "--domain", str(domain)]) == 2
+    assert "missing" in capsys.readouterr().err
+    out = tmp / "out.csv"
+    args = [
+        "synth",
+        str(data),
+        "--domain",
+        str(domain),
+        "--missing",
+        "category",
+        "--epsilon",
+        "5",
+        "--random-state",
+        "0",
+        "-o",
+        str(out),
+    ]
+    assert main(args) == 0
+    with open(out, newline="") as handle:
+        rows = list(csv.reader(handle))[1:]
+    assert len(rows) == 300 and all(r[0] == "" or 18 <= int(r[0]) <= 90 for r in rows)
+
+
+def test_synth_refuses_text_in_a_numeric_column(files, capsys):
+    data, domain, _ = files
+    lines = data.read_text().splitlines()
+    lines[1] = "old,red"
+    data.write_text("\n".join(lines) + "\n")
+    assert main(["synth", str(data), "--domain", str(domain)]) == 2
+    assert "'old' is not a number" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from skdp.accounting import (
     account,
 )
 from skdp.datasets import ADULT_SCHEMA, load_adult
-from skdp.synthetic import DPSyntheticData, marginal_error
+from skdp.synthetic import DomainWarning, DPSyntheticData, marginal_error
 
 pd = pytest.importorskip("pandas")
 
@@ -29,6 +29,18 @@ def adult_small():
     X = load_adult(split="train", as_frame=True).data
     rows = np.random.default_rng(0).choice(X.shape[0], 2000, replace=False)
     return X.iloc[np.sort(rows)].reset_index(drop=True)
+
+
+#: A few Adult columns, enough to exercise every dtype and keep AIM fits fast.
+_FEW = ["age", "workclass", "education", "sex", "hours_per_week", "race"]
+
+
+@pytest.fixture(scope="module")
+def adult_few(adult_small):
+    return adult_small[_FEW]
+
+
+_FEW_SCHEMA = {k: ADULT_SCHEMA[k] for k in _FEW}
 
 
 def _chain_data(n, n_levels=5, keep=0.9, n_columns=4, seed=0):
@@ -75,7 +87,9 @@ def test_numpy_int_round_trip():
 def test_numpy_float_and_object_round_trip():
     rng = np.random.default_rng(1)
     X = np.column_stack([rng.normal(size=200), rng.uniform(-5, 5, size=200)])
-    model = DPSyntheticData(domain={0: (-2.0, 2.0), 1: (-5.0, 5.0, 8)}).fit(X)
+    model = DPSyntheticData(domain={0: (-2.0, 2.0), 1: (-5.0, 5.0, 8)})
+    with pytest.warns(DomainWarning, match="0: [0-9]+ clipped into the range"):
+        model.fit(X)
     synth = model.sample()
     assert synth.dtype == np.float64 and synth.shape == (200, 2)
     assert synth[:, 0].min() >= -2.0 and synth[:, 0].max() <= 2.0  # clipped range
@@ -102,25 +116,29 @@ def test_single_row_and_constant_columns():
 # -- determinism ---------------------------------------------------------------
 
 
-def test_determinism_under_seeds(adult_small):
-    a = DPSyntheticData(domain=ADULT_SCHEMA, random_state=3).fit(adult_small)
-    b = DPSyntheticData(domain=ADULT_SCHEMA, random_state=3).fit(adult_small)
+@pytest.mark.parametrize("method", ["aim", "tree"])
+def test_determinism_under_seeds(adult_few, method):
+    kw = dict(domain=_FEW_SCHEMA, method=method)
+    a = DPSyntheticData(random_state=3, **kw).fit(adult_few)
+    b = DPSyntheticData(random_state=3, **kw).fit(adult_few)
     pd.testing.assert_frame_equal(a.sample(), b.sample())
     pd.testing.assert_frame_equal(a.sample(), a.sample())
     pd.testing.assert_frame_equal(a.sample(random_state=5), b.sample(random_state=5))
     assert not a.sample(random_state=5).equals(a.sample(random_state=6))
-    c = DPSyntheticData(domain=ADULT_SCHEMA, random_state=4).fit(adult_small)
+    c = DPSyntheticData(random_state=4, **kw).fit(adult_few)
     assert not a.sample().equals(c.sample())
 
 
 # -- privacy -------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("method", ["aim", "tree"])
 @pytest.mark.parametrize("epsilon", [0.3, 1.0, 10.0])
 @pytest.mark.parametrize("n_columns", [1, 2, 4])
-def test_spend_meets_target(epsilon, n_columns):
+def test_spend_meets_target(epsilon, n_columns, method):
     X, domain = _chain_data(200, n_columns=n_columns)
-    model = DPSyntheticData(epsilon=epsilon, domain=domain, random_state=0).fit(X)
+    model = DPSyntheticData(epsilon=epsilon, domain=domain, method=method)
+    model.set_params(random_state=0).fit(X)
     spent = model.privacy_spent_
     assert 0.97 * epsilon <= spent.epsilon <= epsilon
     assert spent.neighbouring == "replace-one"
@@ -129,7 +147,8 @@ def test_spend_meets_target(epsilon, n_columns):
 
 def test_privacy_spent_recomputed_from_events():
     X, domain = _chain_data(300, n_columns=5)
-    model = DPSyntheticData(epsilon=2.0, delta=1e-6, domain=domain).fit(X)
+    model = DPSyntheticData(epsilon=2.0, delta=1e-6, domain=domain, method="tree")
+    model.fit(X)
     z, d = model.noise_multiplier_, 5
     plan = MarginalPlan(d)
     # Shares of rho = 1 / (2 z^2): 1-way 20%, selection 10%, 2-way 70%.
@@ -211,24 +230,27 @@ def test_selection_score_sensitivity_brute_force():
 # -- utility -------------------------------------------------------------------
 
 
-def test_error_decreases_with_epsilon(adult_small):
+@pytest.mark.parametrize("method", ["aim", "tree"])
+def test_error_decreases_with_epsilon(adult_few, method):
     def error(epsilon):
         errs = []
         for seed in range(2):
             model = DPSyntheticData(
-                epsilon=epsilon, domain=ADULT_SCHEMA, random_state=seed
+                epsilon=epsilon, domain=_FEW_SCHEMA, method=method, random_state=seed
             )
-            synth = model.fit(adult_small).sample()
-            errs.append(marginal_error(adult_small, synth, ADULT_SCHEMA, ways=2))
+            synth = model.fit(adult_few).sample()
+            errs.append(marginal_error(adult_few, synth, _FEW_SCHEMA, ways=2))
         return np.mean(errs)
 
     low, high = error(0.3), error(10.0)
     assert high < 0.8 * low
 
 
-def test_beats_independent_marginals_on_dependent_data():
+@pytest.mark.parametrize("method", ["aim", "tree"])
+def test_beats_independent_marginals_on_dependent_data(method):
     X, domain = _chain_data(5000)
-    synth = DPSyntheticData(epsilon=10.0, domain=domain, random_state=0).fit(X)
+    synth = DPSyntheticData(epsilon=10.0, domain=domain, method=method, random_state=0)
+    synth = synth.fit(X)
     synth = synth.sample()
     # Baseline: independent columns from the *exact* 1-way marginals (better
     # than any noisy 1-way baseline).
@@ -313,7 +335,14 @@ def test_clone_and_get_params():
         "epsilon": 2.0,
         "delta": None,
         "domain": domain,
+        "method": "aim",
+        "workload": "2-way",
+        "max_cells": 200_000,
         "bins": 8,
+        "missing": "error",
+        "handle_unknown": "error",
+        "infer_domain": None,
+        "n_jobs": None,
         "random_state": 1,
         "verbose": 0,
     }
@@ -349,7 +378,7 @@ def test_pandas_is_imported_lazily():
     # scikit-learn itself imports pandas when it is installed, so hide it.
     code = (
         "import sys; sys.modules['pandas'] = None; import numpy as np;"
-        "from skdp.synthetic import DPSyntheticData, marginal_error;"
+        "from skdp.synthetic import DomainWarning, DPSyntheticData, marginal_error;"
         "X = np.array([[0], [1]]); d = {0: [0, 1]};"
         "S = DPSyntheticData(domain=d).fit(X).sample();"
         "marginal_error(X, S, d, ways=1)"

@@ -8,14 +8,20 @@ bins on public edges; a code is decoded by a uniform draw within its bin.
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+#: The level that undeclared categories are mapped to (``handle_unknown="other"``).
+OTHER = "other"
+
 __all__ = [
+    "OTHER",
     "ColumnSpec",
     "as_table",
     "build_specs",
+    "can_hold_missing",
+    "is_numeric_dtype",
     "decode_column",
     "encode_table",
     "rebuild_table",
@@ -39,6 +45,12 @@ class ColumnSpec:
     integer : bool
         Whether the numeric column holds integers (bins on half-integers,
         decoded values rounded).
+    other : bool
+        Whether a categorical column has an extra level, :data:`OTHER`, that
+        undeclared values are mapped to (code ``n_values``).
+    missing : bool
+        Whether the column has an extra last level for missing values
+        (NaN/None), decoded back to a missing value.
     """
 
     key: object
@@ -47,13 +59,20 @@ class ColumnSpec:
     low: float | None = None
     high: float | None = None
     integer: bool = False
+    other: bool = False
+    missing: bool = False
 
     @property
-    def n_levels(self):
-        """Number of codes of the column."""
+    def n_values(self):
+        """Number of declared values (categories or bins)."""
         if self.categories is not None:
             return len(self.categories)
         return self.edges.size - 1
+
+    @property
+    def n_levels(self):
+        """Number of codes of the column (with the other and missing levels)."""
+        return self.n_values + int(self.other) + int(self.missing)
 
 
 def _is_pandas_frame(X):
@@ -129,12 +148,47 @@ def _numeric_spec(key, spec, dtype, bins):
     return ColumnSpec(key=key, edges=edges, low=low, high=high, integer=integer)
 
 
-def build_specs(columns, domain, bins):
-    """One :class:`ColumnSpec` per column from the public ``domain``."""
+def can_hold_missing(dtype):
+    """Whether a column of this (public) dtype can hold NaN/None."""
+    if getattr(dtype, "name", None) == "category":
+        return True
+    if not _numpy_dtype(dtype):
+        return True  # pandas extension dtypes (string, nullable) hold NA
+    return np.dtype(dtype).kind in "fcOUS"
+
+
+def is_numeric_dtype(dtype):
+    """Whether a column of this dtype holds numbers (for domain inference)."""
+    if getattr(dtype, "name", None) == "category" or not _numpy_dtype(dtype):
+        return False
+    return np.dtype(dtype).kind in "iuf"
+
+
+def build_specs(
+    columns, domain, bins, *, missing="error", handle_unknown="error", inferred=None
+):
+    """One :class:`ColumnSpec` per column from the public ``domain``.
+
+    Parameters
+    ----------
+    columns : list of (key, values, dtype)
+    domain : mapping or None
+    bins : int
+    missing : {"error", "category"}, default="error"
+        ``"category"``: every column whose dtype can hold NaN/None gets an
+        extra missing level (a public choice: it does not depend on the data).
+    handle_unknown : {"error", "other"}, default="error"
+        ``"other"``: every categorical column gets the extra level
+        :data:`OTHER` for undeclared values.
+    inferred : mapping or None
+        Domains learned privately (see :func:`infer_numeric_bounds`), used for
+        the columns that ``domain`` leaves out.
+    """
     if domain is None:
         domain = {}
     if not hasattr(domain, "keys"):
         raise TypeError("domain must be a mapping column -> categories or range.")
+    inferred = inferred or {}
     keys = [key for key, _, _ in columns]
     unknown = [key for key in domain.keys() if key not in keys]
     if unknown:
@@ -143,31 +197,46 @@ def build_specs(columns, domain, bins):
         )
     specs = []
     for key, _values, dtype in columns:
-        if key not in domain:
-            raise ValueError(
-                f"No domain given for column {key!r}. Pass domain={{{key!r}: "
-                "[categories]}} or {key!r}: (low, high); the domain must be public "
-                "knowledge (inferring it privately from the data is not supported "
-                "yet)."
-            )
-        spec = domain[key]
-        if isinstance(spec, tuple):
-            specs.append(_numeric_spec(key, spec, dtype, bins))
-            continue
-        categories = tuple(spec)
-        if not categories:
-            raise ValueError(f"Domain of column {key!r} lists no categories.")
-        if len(set(categories)) != len(categories):
-            raise ValueError(f"Domain of column {key!r} repeats a category.")
-        if getattr(dtype, "name", None) == "category":
-            missing = [c for c in categories if c not in set(dtype.categories)]
-            if missing:
-                raise ValueError(
-                    f"Domain of column {key!r} lists {missing!r}, which the column's "
-                    "categorical dtype cannot hold; add them to its categories."
-                )
-        specs.append(ColumnSpec(key=key, categories=categories))
+        spec = _column_spec(key, domain, inferred, dtype, bins, handle_unknown)
+        if missing == "category" and can_hold_missing(dtype):
+            spec = replace(spec, missing=True)
+        specs.append(spec)
     return specs
+
+
+def _column_spec(key, domain, inferred, dtype, bins, handle_unknown):
+    if key in domain:
+        spec = domain[key]
+    elif key in inferred:
+        spec = inferred[key]
+    else:
+        raise ValueError(
+            f"No domain given for column {key!r}. Pass domain={{{key!r}: "
+            "[categories]}} or {key!r}: (low, high); the domain must be public "
+            "knowledge. For a numeric column, infer_domain=<share of epsilon> "
+            "learns its range privately instead."
+        )
+    if isinstance(spec, tuple):
+        return _numeric_spec(key, spec, dtype, bins)
+    if isinstance(spec, (str, bytes)) or not hasattr(spec, "__iter__"):
+        raise TypeError(
+            f"Domain of column {key!r} must be a list of categories or a "
+            f"(low, high[, n_bins]) tuple, got {spec!r}."
+        )
+    categories = tuple(spec)
+    if not categories:
+        raise ValueError(f"Domain of column {key!r} lists no categories.")
+    if len(set(categories)) != len(categories):
+        raise ValueError(f"Domain of column {key!r} repeats a category.")
+    other = handle_unknown == "other" and OTHER not in categories
+    if getattr(dtype, "name", None) == "category":
+        missing = [c for c in categories if c not in set(dtype.categories)]
+        if missing:
+            raise ValueError(
+                f"Domain of column {key!r} lists {missing!r}, which the column's "
+                "categorical dtype cannot hold; add them to its categories."
+            )
+    return ColumnSpec(key=key, categories=categories, other=other)
 
 
 def _as_object_values(values):
@@ -186,77 +255,131 @@ def _as_object_values(values):
     return array, np.zeros(array.shape, bool)
 
 
-def _encode_categorical(spec, values):
+def _encode_categorical(spec, values, handle_unknown):
+    """Codes of a categorical column and how many values were undeclared."""
     lookup = {category: code for code, category in enumerate(spec.categories)}
+    if handle_unknown == "other":
+        lookup.setdefault(OTHER, spec.n_values)
     codes = np.empty(values.shape[0], dtype=np.int64)
+    n_unknown = 0
     for i, value in enumerate(values):
         code = lookup.get(value)
         if code is None:
-            raise ValueError(
-                f"Column {spec.key!r} holds {value!r}, which is not in its declared "
-                f"categories {list(spec.categories)!r}. Add it to the domain (the "
-                "domain must be public) or recode the column before fitting."
-            )
+            if handle_unknown != "other":
+                raise ValueError(
+                    f"Column {spec.key!r} holds {value!r}, which is not in its "
+                    f"declared categories {list(spec.categories)!r}. Add it to the "
+                    "domain (the domain must be public), recode the column before "
+                    "fitting, or pass handle_unknown='other'."
+                )
+            code = lookup[OTHER]
+            n_unknown += 1
         codes[i] = code
-    return codes
+    return codes, n_unknown
 
 
 def _encode_numeric(spec, values):
+    """Codes of a numeric column and how many values were clipped."""
     try:
         x = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ValueError(
-            f"Column {spec.key!r} has a numeric domain but non-numeric values."
+            f"Column {spec.key!r} has a numeric domain (low, high) but holds "
+            "non-numeric values; declare its categories as a list instead."
         ) from exc
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"Column {spec.key!r} holds infinite values.")
+    n_clipped = int(np.count_nonzero((x < spec.low) | (x > spec.high)))
     x = np.clip(x, spec.low, spec.high)
     codes = np.searchsorted(spec.edges, x, side="right") - 1
-    return np.clip(codes, 0, spec.n_levels - 1).astype(np.int64)
+    return np.clip(codes, 0, spec.n_values - 1).astype(np.int64), n_clipped
 
 
-def encode_table(columns, specs):
-    """Codes of shape (n_rows, n_columns); NaN and unknown categories refused.
+def encode_table(columns, specs, *, handle_unknown="error", report=None):
+    """Codes of shape (n_rows, n_columns).
 
-    Numeric values outside the declared range are clipped into it.
+    Missing values go to the missing level (or are refused without one);
+    undeclared categories go to :data:`OTHER` (or are refused); numeric values
+    outside the declared range are clipped into it. If ``report`` is a dict,
+    it receives ``column -> (n_clipped_or_mapped, kind)`` for the columns
+    where that happened (for one warning to the curator; never released).
     """
     n_rows = len(columns[0][1])
     codes = np.empty((n_rows, len(specs)), dtype=np.int64)
     for j, ((key, values, _), spec) in enumerate(zip(columns, specs, strict=True)):
         array, missing = _as_object_values(values)
-        if missing.any():
+        if missing.any() and not spec.missing:
             raise ValueError(
-                f"Column {key!r} contains missing values (NaN/None); impute them or "
-                "declare an explicit missing-value category before fitting."
+                f"Column {key!r} contains missing values (NaN/None); impute them, "
+                "declare an explicit missing-value category, or pass "
+                "missing='category' before fitting."
             )
+        present = ~missing
+        column = np.full(n_rows, spec.n_levels - 1, dtype=np.int64)
         if spec.categories is not None:
-            codes[:, j] = _encode_categorical(spec, array)
+            column[present], changed = _encode_categorical(
+                spec, array[present], handle_unknown
+            )
+            kind = "mapped to 'other'"
         else:
-            codes[:, j] = _encode_numeric(spec, array)
+            column[present], changed = _encode_numeric(spec, array[present])
+            kind = "clipped into the range"
+        if changed and report is not None:
+            report[key] = (changed, kind)
+        codes[:, j] = column
     return codes
 
 
-def decode_column(spec, codes, rng):
+def _missing_value(dtype):
+    if _numpy_dtype(dtype) and np.dtype(dtype).kind in "fc":
+        return np.nan
+    return None
+
+
+def decode_column(spec, codes, rng, dtype=None):
     """Values of one column from its codes (uniform draw within numeric bins)."""
+    values = np.empty(codes.size, dtype=object)
+    regular = codes < spec.n_values
     if spec.categories is not None:
-        categories = np.empty(len(spec.categories), dtype=object)
+        categories = np.empty(spec.n_values, dtype=object)
         categories[:] = list(spec.categories)
-        return categories[codes]
-    left, right = spec.edges[codes], spec.edges[codes + 1]
-    x = left + (right - left) * rng.random(codes.size)
-    if spec.integer:
-        x = np.rint(x)
-    return np.clip(x, spec.low, spec.high)
+        values[regular] = categories[codes[regular]]
+        if spec.other:
+            values[codes == spec.n_values] = OTHER
+    else:
+        c = codes[regular]
+        left, right = spec.edges[c], spec.edges[c + 1]
+        if spec.integer:
+            # A uniform integer among those the encoder puts in the bin
+            # (edges[c] <= i < edges[c + 1]), so decoding never changes a bin.
+            first, stop = np.ceil(left), np.ceil(right)
+            x = first + np.floor((stop - first) * rng.random(c.size))
+            x = np.minimum(x, stop - 1)
+        else:
+            x = left + (right - left) * rng.random(c.size)
+        x = np.clip(x, spec.low, spec.high)
+        if not spec.missing:
+            return x
+        values[regular] = x
+    if spec.missing:
+        values[codes == spec.n_levels - 1] = _missing_value(dtype)
+    return values
 
 
 def rebuild_table(specs, codes, rng, frame_info, dtype):
     """The input's container type (DataFrame or array) from sampled codes."""
-    decoded = [decode_column(spec, codes[:, j], rng) for j, spec in enumerate(specs)]
     if frame_info is not None:
         import pandas as pd  # lazy: pandas is optional
 
         data = {}
-        for spec, values in zip(specs, decoded, strict=True):
+        for j, spec in enumerate(specs):
             col_dtype = frame_info["dtypes"][spec.key]
+            values = decode_column(spec, codes[:, j], rng, col_dtype)
             if getattr(col_dtype, "name", None) == "category":
+                if spec.other and OTHER not in set(col_dtype.categories):
+                    col_dtype = pd.CategoricalDtype(
+                        [*col_dtype.categories, OTHER], ordered=col_dtype.ordered
+                    )
                 data[spec.key] = pd.Categorical(values, dtype=col_dtype)
             else:
                 data[spec.key] = pd.Series(values).astype(col_dtype).array
@@ -264,8 +387,9 @@ def rebuild_table(specs, codes, rng, frame_info, dtype):
         frame.columns = frame_info["columns"]
         return frame
     out = np.empty(codes.shape, dtype=dtype)
-    for j, values in enumerate(decoded):
-        if np.dtype(dtype).kind == "O" and specs[j].integer:
-            values = [int(v) for v in values]
+    for j, spec in enumerate(specs):
+        values = decode_column(spec, codes[:, j], rng, dtype)
+        if np.dtype(dtype).kind == "O" and spec.integer:
+            values = [v if v is None else int(v) for v in values]
         out[:, j] = values
     return out

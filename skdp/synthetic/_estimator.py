@@ -1,6 +1,8 @@
 """DPSyntheticData: differentially private synthetic tabular data."""
 
 import logging
+import math
+import warnings
 from collections.abc import Mapping
 from numbers import Integral, Real
 
@@ -9,13 +11,36 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._solvers._marginals import MarginalPlan, fit_tree_model, sample_tree_model
-from ..accounting import account, calibrate_noise_multiplier
-from ..utils._sklearn import Interval, fit_context
+from .._solvers._marginals import (
+    MarginalPlan,
+    TreeModel,
+    fit_tree_model,
+    sample_tree_model,
+)
+from .._solvers._pgm import sample_codes
+from .._solvers._synth_aim import fit_aim
+from ..accounting import GaussianEvent, account, calibrate_noise_multiplier
+from ..utils._sklearn import Interval, StrOptions, fit_context
 from ..utils._validation import default_delta, enable_progress
-from ._domain import as_table, build_specs, encode_table, rebuild_table
+from ._domain import (
+    as_table,
+    build_specs,
+    encode_table,
+    is_numeric_dtype,
+    rebuild_table,
+)
+from ._infer import infer_numeric_bounds
 
-__all__ = ["DPSyntheticData"]
+__all__ = ["DPSyntheticData", "DomainWarning"]
+
+
+class DomainWarning(UserWarning):
+    """Values outside the declared domain were clipped or mapped to "other".
+
+    Shown once per fit to whoever runs it; it is not part of the released
+    output.
+    """
+
 
 logger = logging.getLogger("skdp.synthetic")
 
@@ -27,18 +52,19 @@ def _generator(random_state):
 
 
 class DPSyntheticData(BaseEstimator):
-    """Differentially private synthetic data from a tree of noisy marginals.
+    """Differentially private synthetic data from noisy marginals.
 
-    Measures every 1-way marginal with Gaussian noise, selects a spanning tree
-    of column pairs with the exponential mechanism, measures the tree's 2-way
-    marginals with Gaussian noise and samples records from the resulting tree
-    model (the MST pattern of McKenna, Miklau and Sheldon 2021). Only 1-way and
-    2-way count tables are built, never the joint histogram.
+    By default (``method="aim"``) runs adaptive rounds: select a badly
+    answered marginal with the exponential mechanism, measure it with
+    Gaussian noise, refit a graphical model to all measurements by entropic
+    mirror descent; then samples records from the model (the AIM mechanism of
+    McKenna et al. 2022 on the private-pgm model of McKenna et al. 2019).
+    Returns the input's container, column names and dtypes.
 
     Parameters
     ----------
     epsilon : float > 0, default=1.0
-        Target privacy budget; the noise is calibrated so that the whole fit
+        Target privacy budget: the whole fit (domain inference included)
         spends at most ``(epsilon, delta)``.
     delta : float in (0, 1) or None, default=None
         ``None``: ``min(1e-5, n ** -1.1)``.
@@ -46,25 +72,59 @@ class DPSyntheticData(BaseEstimator):
         Public domain of every column: ``column -> list of categories`` or
         ``column -> (low, high)`` / ``(low, high, n_bins)`` (a tuple) for a
         numeric column. Keys are column names for a DataFrame and column
-        indices for an array. Required for every column.
+        indices for an array. Required for every column unless
+        ``infer_domain`` is set.
+    method : {"aim", "tree"}, default="aim"
+        ``"aim"``: adaptive rounds of select-measure-estimate on a graphical
+        model (McKenna et al. 2022). ``"tree"``: one spanning tree of 2-way
+        marginals (MST-style, McKenna, Miklau and Sheldon 2021): much
+        faster, less accurate (see ``docs/benchmarks.md``).
+    workload : {"2-way", "3-way"} or list of column sets, default="2-way"
+        Marginals the ``"aim"`` rounds target (and the candidates they may
+        measure: the sets and their subsets). A list holds tuples of column
+        keys.
+    max_cells : int >= 1, default=200_000
+        Largest graphical model (total cells of its junction tree's cliques)
+        the ``"aim"`` rounds may build; bounds memory and time.
     bins : int >= 1, default=32
         Number of equal-width bins of a numeric column without its own
         ``n_bins`` (integer columns use at most one bin per integer).
+    missing : {"error", "category"}, default="error"
+        ``"category"``: every column whose dtype can hold NaN/None gets a
+        missing level (sampled back as NaN/None); ``"error"``: refuse them.
+    handle_unknown : {"error", "other"}, default="error"
+        ``"other"``: every categorical column gets the level ``"other"``,
+        which undeclared values are mapped to (one warning per fit says
+        how many); ``"error"``: refuse them.
+    infer_domain : float in (0, 1) or None, default=None
+        Share of the budget (in zCDP terms) spent to learn the range of the
+        numeric columns missing from ``domain`` (a noisy histogram each).
+        Categorical columns must always be declared. ``None``: refuse columns
+        without a domain.
+    n_jobs : int or None, default=None
+        Workers (joblib) counting the marginals of the ``"aim"`` rounds.
     random_state : int, RandomState instance or None, default=None
         Seeds the fit and, through a seed drawn at fit time, :meth:`sample`.
     verbose : int, default=0
-        Log the selected tree when positive.
+        Log each round (marginal chosen, model change, budget left).
 
     Attributes
     ----------
     privacy_spent_ : skdp.accounting.PrivacySpent
-        What the fit spent (replace-one).
+        What the whole fit spent (replace-one).
+    events_ : list
+        Every privacy event that ran, domain inference first.
     noise_multiplier_ : float
-        The calibrated global noise multiplier.
+        ``"tree"``: the calibrated global noise multiplier. ``"aim"``: the
+        multiplier of the Gaussian whose curve is the rounds' zCDP budget.
     delta_ : float
+    selected_ : list of tuple
+        ``"aim"``: the column sets measured in the adaptive rounds;
+        ``"tree"``: the tree's (parent, child) pairs. Released, free to inspect.
     tree_ : list of (key, key)
-        The selected (parent, child) column pairs, breadth first from the
-        first column (released, so free to inspect).
+        ``"tree"`` only: the selected (parent, child) column pairs.
+    domain_ : dict
+        The domain used, learned ranges included.
     columns_ : list of ColumnSpec
         Public discretisation of each column.
     n_samples_fit_ : int
@@ -82,47 +142,68 @@ class DPSyntheticData(BaseEstimator):
     -----
     **Privacy.** The unit of privacy is one row; neighbouring data sets differ
     by replacing one row (replace-one). Public: the domain (categories, numeric
-    ranges, number of bins), the column names and dtypes, and the number of
-    rows. A count table's replace-one L2 sensitivity is ``sqrt(2)``; the
-    selection score of a pair, the L1 distance between its true 2-way counts
-    and the product of the released noisy 1-way marginals, moves by at most
-    ``Du = 2``, and each of the ``d - 1`` draws (probability proportional to
-    ``exp(eps_sel * score / (2 Du))``) is ``eps_sel``-DP and
-    ``eps_sel``-bounded range. The budget ``rho = 1 / (2 z^2)`` of one global
-    noise multiplier ``z`` is split in fixed shares: 20% to the ``d`` 1-way
-    measurements, 10% to the selection draws, 70% to the ``d - 1`` 2-way
-    measurements (all of it to the 1-way step if there is one column). The
-    Rényi-DP accountant composes the actual curves of all steps and ``z`` is
-    calibrated so the total meets ``(epsilon, delta)``. Everything after the
-    measurements is post-processing, so :meth:`sample` costs nothing more
-    however often it is called.
+    ranges, number of bins, the missing and other levels), the column names and
+    dtypes, and the number of rows. A count table's replace-one sensitivity is
+    ``sqrt(2)`` in L2 and 2 in L1.
 
-    **Estimation.** Each column's 1-way marginal is the inverse-variance
-    weighted average of its direct measurement and the margins of the tree
-    tables that contain it, projected on the simplex of ``n`` counts. Each
-    tree table is projected on that simplex (so the noise of empty cells does
-    not become mass), mixed with 0.1% of the product of its 1-way estimates and
-    raked (iterative proportional fitting) to them; ancestral sampling from
-    the first column through ``P(child | parent)`` then draws from the
-    maximum-entropy distribution with these marginals.
+    ``method="aim"`` (McKenna, Mullins, Sheldon and Miklau 2022, Algorithm 1):
+    the budget is a zCDP level ``rho`` (that of a Gaussian of multiplier
+    ``noise_multiplier_``). The 1-way marginals are measured with Gaussian
+    noise, then each round draws one candidate marginal by the exponential
+    mechanism (bounded range, ``eps^2 / 8``-zCDP; score: its workload-weighted
+    L1 error minus the noise's expected L1 norm, sensitivity
+    ``2 max weight``) and measures it with Gaussian noise (``1 / (2 z^2)``);
+    9/10 of each round goes to the measurement. The noise shrinks as the model
+    stops improving and the last round spends exactly what is left, so the
+    rounds' zCDP never exceeds ``rho``: a Rényi filter (Feldman and Zrnic
+    2021, composition with adaptively chosen RDP parameters, at each order),
+    whose certified curve ``a rho`` is what
+    ``privacy_spent_`` reports (composed with the domain inference).
 
-    Input handling: numeric values outside their range are clipped into it;
-    a categorical value outside its declared list, missing values (NaN/None)
-    and empty input raise ``ValueError`` before anything is measured. A
-    single row or constant columns are fitted like any other data (the
-    output is then mostly noise). Inferring a domain privately from the data
-    is not supported in this version.
+    ``method="tree"``: the budget ``rho = 1 / (2 z^2)`` of one global noise
+    multiplier ``z`` is split in fixed shares: 20% to the ``d`` 1-way
+    measurements, 10% to the ``d - 1`` selection draws, 70% to the ``d - 1``
+    2-way measurements; the Rényi-DP accountant composes their curves.
 
-    The model is the maximum-entropy distribution matching the (noisy) tree
-    marginals, i.e. the fixed point of mirror descent on those marginals;
-    the iterative private game (mirror descent with sampled queries, which
-    can add higher-order marginals) is the next step.
+    ``infer_domain = s``: the numeric columns without a declared range share
+    ``s`` of the zCDP budget, one Gaussian histogram on public bins each
+    (sensitivity ``sqrt(2)``; the range runs from the first to the last bin
+    whose noisy count clears 4 noise standard deviations, see
+    :mod:`skdp.synthetic._infer`); the main budget is then calibrated so that
+    everything composed meets the target.
+    Everything after the measurements is post-processing, so :meth:`sample`
+    costs nothing more however often it is called.
+
+    **Estimation** (``"aim"``). A Markov random field over the measured column
+    sets, triangulated into a junction tree; its potentials are fitted to all
+    noisy measurements by entropic mirror descent (McKenna, Sheldon and Miklau
+    2019), and records are sampled clique by clique along the tree with
+    counts rounded per conditioning value. Only clique tables are built, never
+    the joint histogram.
+
+    **Input handling.** Numeric values outside their range are clipped into
+    it; undeclared categories are refused, or mapped to ``"other"`` with
+    ``handle_unknown="other"``; missing values are refused, or kept as a level
+    with ``missing="category"``; clipped and mapped values are reported in one
+    warning to whoever runs the fit (the curator; the warning is not part of
+    the released output). Empty input, columns of the wrong type for their
+    domain and infinite values raise ``ValueError`` before anything is
+    measured. A single row or constant columns are fitted like any other data.
 
     References
     ----------
+    McKenna, Mullins, Sheldon and Miklau (2022). AIM: an adaptive and iterative
+    mechanism for differentially private synthetic data. PVLDB 15(11).
+
+    McKenna, Sheldon and Miklau (2019). Graphical-model based estimation and
+    inference for differential privacy. ICML.
+
     McKenna, Miklau and Sheldon (2021). Winning the NIST contest: a scalable
     and general approach to differentially private synthetic data. Journal of
     Privacy and Confidentiality 11(3).
+
+    Feldman and Zrnic (2021). Individual privacy accounting via a Rényi
+    filter. NeurIPS.
 
     Examples
     --------
@@ -140,7 +221,14 @@ class DPSyntheticData(BaseEstimator):
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "domain": [Mapping, None],
+        "method": [StrOptions({"aim", "tree"})],
+        "workload": [StrOptions({"2-way", "3-way"}), list, tuple],
+        "max_cells": [Interval(Integral, 1, None, closed="left")],
         "bins": [Interval(Integral, 1, None, closed="left")],
+        "missing": [StrOptions({"error", "category"})],
+        "handle_unknown": [StrOptions({"error", "other"})],
+        "infer_domain": [Interval(Real, 0, 1, closed="neither"), None],
+        "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -151,20 +239,34 @@ class DPSyntheticData(BaseEstimator):
         epsilon=1.0,
         delta=None,
         domain=None,
+        method="aim",
+        workload="2-way",
+        max_cells=200_000,
         bins=32,
+        missing="error",
+        handle_unknown="error",
+        infer_domain=None,
+        n_jobs=None,
         random_state=None,
         verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
         self.domain = domain
+        self.method = method
+        self.workload = workload
+        self.max_cells = max_cells
         self.bins = bins
+        self.missing = missing
+        self.handle_unknown = handle_unknown
+        self.infer_domain = infer_domain
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit the private tree model.
+        """Fit the private model.
 
         Parameters
         ----------
@@ -177,32 +279,74 @@ class DPSyntheticData(BaseEstimator):
         self : DPSyntheticData
         """
         columns, frame_info = as_table(X)
-        specs = build_specs(columns, self.domain, self.bins)
-        codes = encode_table(columns, specs)
-        n_rows, n_columns = codes.shape
-        delta = default_delta(n_rows) if self.delta is None else float(self.delta)
-        plan = MarginalPlan(n_columns)
-        z, _ = calibrate_noise_multiplier(plan.events, self.epsilon, delta)
+        keys = [key for key, _, _ in columns]
+        workload = _workload_indices(self.workload, keys)
+        delta = default_delta(len(columns[0][1])) if self.delta is None else self.delta
+        delta = float(delta)
+        to_infer = _columns_to_infer(columns, self.domain, self.infer_domain)
         rng = _generator(self.random_state)
-        with enable_progress(self.verbose):
-            model, edges, events = fit_tree_model(
-                codes, [s.n_levels for s in specs], plan, z, rng
+        inferred, domain_events = _infer_domains(
+            columns, to_infer, self.infer_domain, self.epsilon, delta, rng
+        )
+        specs = build_specs(
+            columns,
+            self.domain,
+            self.bins,
+            missing=self.missing,
+            handle_unknown=self.handle_unknown,
+            inferred=inferred,
+        )
+        report = {}
+        codes = encode_table(
+            columns, specs, handle_unknown=self.handle_unknown, report=report
+        )
+        if report:
+            details = "; ".join(f"{k!r}: {n} {kind}" for k, (n, kind) in report.items())
+            warnings.warn(
+                f"Values outside the domain: {details}.", DomainWarning, stacklevel=2
             )
-        spent = account(events, delta)
+        sizes = [spec.n_levels for spec in specs]
+        with enable_progress(self.verbose):
+            if self.method == "tree":
+                fitted = _fit_tree(
+                    codes, sizes, domain_events, self.epsilon, delta, rng
+                )
+            else:
+                fitted = _fit_aim(
+                    codes,
+                    sizes,
+                    domain_events,
+                    self.epsilon,
+                    delta,
+                    rng,
+                    workload=workload,
+                    max_cells=self.max_cells,
+                    n_jobs=self.n_jobs,
+                )
+        model, selected, events, spent, z = fitted
         if spent.epsilon > self.epsilon * (1 + 1e-9):
             raise RuntimeError("Internal error: the run spent more than its target.")
-        keys = [spec.key for spec in specs]
         self.columns_ = specs
-        self.tree_ = [(keys[i], keys[j]) for i, j in model.order]
+        self.domain_ = {
+            key: (
+                self.domain[key]
+                if self.domain and key in self.domain
+                else inferred[key]
+            )
+            for key in keys
+        }
+        self.selected_ = [tuple(keys[i] for i in r) for r in selected]
+        if self.method == "tree":
+            self.tree_ = list(self.selected_)
         self.noise_multiplier_ = z
+        self.events_ = events
         self.delta_ = delta
         self.privacy_spent_ = spent
-        self.n_samples_fit_ = n_rows
-        self.n_features_in_ = n_columns
+        self.n_samples_fit_ = codes.shape[0]
+        self.n_features_in_ = codes.shape[1]
         if frame_info is not None and all(isinstance(k, str) for k in keys):
             self.feature_names_in_ = np.asarray(keys, dtype=object)
         self._model = model
-        self._events = events
         self._frame_info = frame_info
         self._dtype = columns[0][2] if frame_info is None else None
         self._sample_seed = int(rng.integers(_SEED_BOUND))
@@ -223,7 +367,8 @@ class DPSyntheticData(BaseEstimator):
         -------
         X_synthetic : DataFrame or ndarray of shape (n_samples, n_features)
             Same container as the fit input: same column names and dtypes
-            (integers stay integers, categoricals keep their categories).
+            (integers stay integers, categoricals keep their categories, plus
+            ``"other"`` with ``handle_unknown="other"``).
         """
         check_is_fitted(self)
         n = self.n_samples_fit_ if n_samples is None else n_samples
@@ -233,13 +378,130 @@ class DPSyntheticData(BaseEstimator):
             rng = np.random.default_rng(self._sample_seed)
         else:
             rng = _generator(random_state)
-        codes = sample_tree_model(self._model, int(n), rng)
+        if isinstance(self._model, TreeModel):
+            codes = sample_tree_model(self._model, int(n), rng)
+        else:
+            tree, log_marginals = self._model
+            codes = sample_codes(tree, log_marginals, int(n), rng)
         return rebuild_table(self.columns_, codes, rng, self._frame_info, self._dtype)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = self.missing == "category"
         tags.input_tags.categorical = True
         tags.input_tags.string = True
         tags.requires_fit = True
         return tags
+
+
+def _workload_indices(workload, keys):
+    """A workload string as is; a list of key tuples as sorted index tuples."""
+    if isinstance(workload, str):
+        return workload
+    index = {key: j for j, key in enumerate(keys)}
+    out = []
+    for clique in workload:
+        if isinstance(clique, (str, bytes)) or not hasattr(clique, "__iter__"):
+            raise ValueError(
+                f"workload must list tuples of column keys, got {clique!r}."
+            )
+        missing = [key for key in clique if key not in index]
+        if missing or not clique:
+            raise ValueError(
+                f"workload set {clique!r} names no column or unknown columns "
+                f"{missing!r} (columns: {keys!r})."
+            )
+        out.append(tuple(sorted({index[key] for key in clique})))
+    if not out:
+        raise ValueError("workload lists no column sets.")
+    return out
+
+
+def _columns_to_infer(columns, domain, share):
+    """Columns whose range is learned privately (refusing the impossible)."""
+    domain = {} if domain is None else domain
+    if not hasattr(domain, "keys"):
+        raise TypeError("domain must be a mapping column -> categories or range.")
+    keys = [key for key, _, _ in columns]
+    unknown = [key for key in domain.keys() if key not in keys]
+    if unknown:
+        raise ValueError(
+            f"domain names columns {unknown!r} that are not in X (columns: {keys!r})."
+        )
+    absent = [
+        (key, values, dtype) for key, values, dtype in columns if key not in domain
+    ]
+    if share is None or not absent:
+        return []
+    categorical = [
+        key for key, values, dtype in absent if not _holds_numbers(values, dtype)
+    ]
+    if categorical:
+        raise ValueError(
+            f"No domain given for the non-numeric columns {categorical!r}. "
+            "infer_domain only learns numeric ranges; declare their categories "
+            "(public knowledge) in domain."
+        )
+    return [key for key, _, _ in absent]
+
+
+def _holds_numbers(values, dtype):
+    if is_numeric_dtype(dtype):
+        return True
+    try:
+        kind = np.dtype(dtype).kind
+    except TypeError:  # pandas extension dtypes (string, category, ...)
+        return False
+    return kind == "O" and all(isinstance(v, Real) or v is None for v in values)
+
+
+def _infer_domains(columns, to_infer, share, epsilon, delta, rng):
+    """Learn the ranges of ``to_infer`` with a ``share`` of the zCDP budget."""
+    if not to_infer:
+        return {}, []
+    z_total, _ = calibrate_noise_multiplier(
+        lambda z: [GaussianEvent(z)], epsilon, delta
+    )
+    rho_domain = share / (2.0 * z_total**2)
+    # One Gaussian histogram per column, 1 / (2 z^2) zCDP each.
+    z_domain = math.sqrt(len(to_infer) / (2.0 * rho_domain))
+    inferred, events = {}, []
+    for key, values, dtype in columns:
+        if key not in to_infer:
+            continue
+        integer = is_numeric_dtype(dtype) and np.dtype(dtype).kind in "iu"
+        array = np.asarray(
+            values.to_numpy(dtype=float, na_value=np.nan)
+            if hasattr(values, "to_numpy")
+            else [np.nan if v is None else v for v in values],
+            dtype=float,
+        )
+        bounds, ran = infer_numeric_bounds(array, z_domain, rng, integer=integer)
+        inferred[key] = bounds
+        events.extend(ran)
+    return inferred, events
+
+
+def _fit_tree(codes, sizes, domain_events, epsilon, delta, rng):
+    plan = MarginalPlan(codes.shape[1])
+    z, _ = calibrate_noise_multiplier(
+        lambda z: domain_events + plan.events(z), epsilon, delta
+    )
+    model, _, events = fit_tree_model(codes, sizes, plan, z, rng)
+    events = domain_events + events
+    logger.info("selected tree edges %s", model.order)
+    return model, list(model.order), events, account(events, delta), z
+
+
+def _fit_aim(codes, sizes, domain_events, epsilon, delta, rng, **options):
+    z, _ = calibrate_noise_multiplier(
+        lambda z: domain_events + [GaussianEvent(z)], epsilon, delta
+    )
+    rho = 1.0 / (2.0 * z**2)
+    result = fit_aim(codes, sizes, rho, rng, **options)
+    if result.rho_used > rho * (1 + 1e-9):
+        raise RuntimeError("Internal error: the rounds exceeded their budget.")
+    # The filter certifies the budget curve a * rho (see the Notes).
+    spent = account(domain_events + [GaussianEvent(z)], delta)
+    model = (result.tree, result.log_marginals)
+    return model, result.selected, domain_events + result.events, spent, z

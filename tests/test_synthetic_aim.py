@@ -1,0 +1,302 @@
+"""The graphical model, the adaptive rounds and their privacy."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from skdp._solvers._pgm import (
+    Measurement,
+    build_junction_tree,
+    calibrate,
+    clique_log_potentials,
+    marginal,
+    mirror_descent,
+    sample_codes,
+)
+from skdp._solvers._synth_aim import (
+    COUNT_L1_SENSITIVITY,
+    _downward_closure,
+    _weights,
+    count_marginals,
+    fit_aim,
+    workload_cliques,
+)
+from skdp.accounting import (
+    ExponentialMechanismEvent,
+    GaussianEvent,
+    RDPAccountant,
+    account,
+)
+from skdp.synthetic import DPSyntheticData, marginal_error
+
+# -- junction tree and inference ------------------------------------------------
+
+
+def _random_model(rng, sizes, cliques):
+    tree = build_junction_tree(cliques, sizes)
+    theta = {c: rng.normal(size=[sizes[v] for v in c]) for c in cliques}
+    return tree, theta
+
+
+def _brute_joint(sizes, theta):
+    log_p = np.zeros(sizes)
+    for clique, table in theta.items():
+        shape = [sizes[v] if v in clique else 1 for v in range(len(sizes))]
+        log_p = log_p + table.reshape(shape)
+    p = np.exp(log_p - log_p.max())
+    return p / p.sum()
+
+
+def _brute_marginal(joint, columns):
+    axes = tuple(v for v in range(joint.ndim) if v not in columns)
+    return joint.sum(axis=axes)
+
+
+CASES = [
+    ((2, 3, 2, 3, 2), [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4)]),  # a cycle
+    ((3, 2, 2, 3), [(0, 1, 2), (2, 3), (1, 3)]),
+    ((2, 2, 3, 2, 2), [(0, 1), (2, 3)]),  # disconnected, column 4 alone
+]
+
+
+@pytest.mark.parametrize(("sizes", "cliques"), CASES)
+def test_junction_tree_properties(sizes, cliques):
+    tree = build_junction_tree(cliques, sizes)
+    covered = set().union(*map(set, tree.cliques))
+    assert covered == set(range(len(sizes)))
+    for c in cliques:
+        assert tree.host(c) >= 0  # every measured clique fits in one clique
+    # Running intersection: the cliques holding a column form a subtree.
+    for v in range(len(sizes)):
+        holding = [k for k, c in enumerate(tree.cliques) if v in c]
+        tops = [k for k in holding if tree.parent[k] not in holding]
+        assert len(tops) == 1
+
+
+@pytest.mark.parametrize(("sizes", "cliques"), CASES)
+def test_calibrate_and_marginal_match_brute_force(sizes, cliques):
+    rng = np.random.default_rng(0)
+    tree, theta = _random_model(rng, sizes, cliques)
+    log_mu = calibrate(tree, clique_log_potentials(tree, theta))
+    joint = _brute_joint(sizes, theta)
+    for k, clique in enumerate(tree.cliques):
+        np.testing.assert_allclose(np.exp(log_mu[k]), _brute_marginal(joint, clique))
+    for columns in itertools.chain(
+        itertools.combinations(range(len(sizes)), 2),
+        itertools.combinations(range(len(sizes)), 3),
+    ):
+        np.testing.assert_allclose(
+            marginal(tree, log_mu, columns),
+            _brute_marginal(joint, columns),
+            atol=1e-12,
+        )
+
+
+def test_sampling_follows_the_joint():
+    sizes, cliques = CASES[0]
+    rng = np.random.default_rng(1)
+    tree, theta = _random_model(rng, sizes, cliques)
+    log_mu = calibrate(tree, clique_log_potentials(tree, theta))
+    n = 40_000
+    codes = sample_codes(tree, log_mu, n, np.random.default_rng(2))
+    joint = _brute_joint(sizes, theta)
+    flat = np.ravel_multi_index(tuple(codes.T), sizes)
+    freq = np.bincount(flat, minlength=joint.size) / n
+    # TV of the full joint (72 cells) within sampling error.
+    assert 0.5 * np.abs(freq - joint.ravel()).sum() < 0.03
+    # Pairs in no common clique too (0 and 2 are joined only through others).
+    pair = np.bincount(codes[:, 0] * sizes[2] + codes[:, 2], minlength=4) / n
+    np.testing.assert_allclose(pair, _brute_marginal(joint, (0, 2)).ravel(), atol=0.01)
+    # Rounded counts: the root clique's marginal is reproduced to 1 / n.
+    root = tree.cliques[0]
+    root_freq = (
+        np.bincount(
+            np.ravel_multi_index(
+                tuple(codes[:, v] for v in root), [sizes[v] for v in root]
+            ),
+            minlength=np.exp(log_mu[0]).size,
+        )
+        / n
+    )
+    np.testing.assert_allclose(root_freq, np.exp(log_mu[0]).ravel(), atol=1.5 / n)
+
+
+def test_mirror_descent_fits_exact_measurements():
+    rng = np.random.default_rng(3)
+    sizes = (3, 4, 2, 3)
+    n = 5000
+    codes = np.column_stack([rng.integers(s, size=n) for s in sizes])
+    codes[:, 1] = np.where(rng.random(n) < 0.7, codes[:, 0], codes[:, 1])
+    codes[:, 3] = np.where(rng.random(n) < 0.6, codes[:, 2], codes[:, 3])
+    cliques = [(0, 1), (1, 2), (2, 3)]
+    counts = count_marginals(codes, sizes, cliques)
+    measurements = [Measurement(c, counts[c], 1.0) for c in cliques]
+    tree = build_junction_tree(cliques, sizes)
+    _, log_mu = mirror_descent(tree, measurements, n, max_iter=3000)
+    for c in cliques:
+        np.testing.assert_allclose(
+            n * marginal(tree, log_mu, c), counts[c], atol=0.02 * n / counts[c].size
+        )
+
+
+def test_count_marginals_parallel_equals_serial():
+    rng = np.random.default_rng(4)
+    sizes = (3, 5, 2, 4)
+    codes = np.column_stack([rng.integers(s, size=500) for s in sizes])
+    sets = _downward_closure(workload_cliques(4, "3-way"))
+    serial = count_marginals(codes, sizes, sets)
+    parallel = count_marginals(codes, sizes, sets, n_jobs=2)
+    assert serial.keys() == parallel.keys()
+    for key in serial:
+        np.testing.assert_array_equal(serial[key], parallel[key])
+        assert serial[key].sum() == 500
+
+
+# -- privacy of the rounds ------------------------------------------------------
+
+
+def _chain(n, n_columns=4, n_levels=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.empty((n, n_columns), dtype=np.int64)
+    X[:, 0] = rng.integers(n_levels, size=n)
+    for j in range(1, n_columns):
+        keep = rng.random(n) < 0.8
+        X[:, j] = np.where(keep, X[:, j - 1], rng.integers(n_levels, size=n))
+    return X, {j: list(range(n_levels)) for j in range(n_columns)}
+
+
+@pytest.mark.parametrize("rho", [0.01, 0.3, 5.0])
+def test_rounds_stay_within_the_zcdp_budget(rho):
+    """The filter condition: at every order the run's RDP is at most a * rho."""
+    X, domain = _chain(400)
+    result = fit_aim(
+        X, [4] * 4, rho, np.random.default_rng(0), round_iter=10, final_iter=20
+    )
+    zcdp = 0.0
+    for event in result.events:
+        if isinstance(event, GaussianEvent):
+            zcdp += event.count / (2 * event.noise_multiplier**2)
+        else:
+            assert isinstance(event, ExponentialMechanismEvent)
+            assert event.bounded_range
+            zcdp += event.count * event.epsilon**2 / 8
+    assert zcdp == pytest.approx(rho, rel=1e-9)  # the last round spends the rest
+    assert result.rho_used == pytest.approx(zcdp, rel=1e-12)
+    ran = RDPAccountant()
+    for event in result.events:
+        ran.compose(event)
+    budget = RDPAccountant().compose(GaussianEvent((2 * rho) ** -0.5))
+    assert np.all(
+        ran.spent(1e-6, warn=False).rdp
+        <= np.asarray(budget.spent(1e-6, warn=False).rdp) * (1 + 1e-9)
+    )
+    assert len(result.selected) >= 1
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 10.0])
+def test_estimator_spend_is_the_calibrated_budget(epsilon):
+    X, domain = _chain(300)
+    model = DPSyntheticData(epsilon=epsilon, domain=domain, random_state=0).fit(X)
+    spent = model.privacy_spent_
+    assert 0.97 * epsilon <= spent.epsilon <= epsilon
+    expected = account(GaussianEvent(model.noise_multiplier_), model.delta_)
+    assert spent.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+    # Every event that ran is inside the certified curve.
+    ran = RDPAccountant()
+    for event in model.events_:
+        ran.compose(event)
+    assert np.all(
+        np.asarray(ran.spent(model.delta_, warn=False).rdp)
+        <= np.asarray(spent.rdp) * (1 + 1e-9)
+    )
+    assert model.selected_ and all(set(s) <= set(domain) for s in model.selected_)
+
+
+def test_selection_score_sensitivity_brute_force():
+    """One replaced record moves a weighted L1 score by at most 2 max(w)."""
+    sizes = (2, 3, 2)
+    workload = workload_cliques(3, "2-way")
+    candidates = _downward_closure(workload)
+    weights = _weights(candidates, workload)
+    rng = np.random.default_rng(0)
+    codes = np.column_stack([rng.integers(s, size=5) for s in sizes])
+    model = {r: rng.random([sizes[v] for v in r]) for r in candidates}  # released
+
+    def scores(data):
+        counts = count_marginals(data, sizes, candidates)
+        return np.array(
+            [
+                w * np.abs(counts[r] - 5 * model[r]).sum()
+                for r, w in zip(candidates, weights, strict=True)
+            ]
+        )
+
+    base = scores(codes)
+    worst = 0.0
+    for row in range(codes.shape[0]):
+        for record in itertools.product(*(range(s) for s in sizes)):
+            other = codes.copy()
+            other[row] = record
+            worst = max(worst, np.abs(scores(other) - base).max())
+    assert worst <= COUNT_L1_SENSITIVITY * weights.max() + 1e-12
+
+
+# -- utility --------------------------------------------------------------------
+
+
+def test_aim_beats_tree_on_dependent_data():
+    """Column 2 = column 0 + column 1 (mod 3): invisible to every pair."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    a, b = rng.integers(3, size=n), rng.integers(3, size=n)
+    X = np.column_stack([a, b, (a + b) % 3, rng.integers(3, size=n)])
+    domain = {j: [0, 1, 2] for j in range(4)}
+    errors = {}
+    for method in ("aim", "tree"):
+        synth = (
+            DPSyntheticData(
+                epsilon=5.0,
+                domain=domain,
+                method=method,
+                workload="3-way",
+                random_state=0,
+            )
+            .fit(X)
+            .sample()
+        )
+        errors[method] = marginal_error(X, synth, domain, ways=3)
+    assert errors["aim"] < 0.5 * errors["tree"]
+
+
+def test_three_way_workload_and_column_sets():
+    X, domain = _chain(500, n_columns=5)
+    model = DPSyntheticData(
+        epsilon=2.0, domain=domain, workload="3-way", random_state=0
+    ).fit(X)
+    assert model.sample(10).shape == (10, 5)
+    model = DPSyntheticData(
+        epsilon=2.0, domain=domain, workload=[(0, 1), (2, 3, 4)], random_state=0
+    ).fit(X)
+    assert all(set(s) <= {0, 1} or set(s) <= {2, 3, 4} for s in model.selected_)
+    with pytest.raises(ValueError, match="unknown columns"):
+        DPSyntheticData(domain=domain, workload=[(0, 9)]).fit(X)
+
+
+def test_n_jobs_gives_the_same_fit():
+    X, domain = _chain(300)
+    a = DPSyntheticData(domain=domain, random_state=0).fit(X).sample()
+    b = DPSyntheticData(domain=domain, random_state=0, n_jobs=2).fit(X).sample()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_verbose_logs_every_round(caplog):
+    import logging
+
+    X, domain = _chain(300)
+    caplog.set_level(logging.INFO, logger="skdp")
+    model = DPSyntheticData(domain=domain, random_state=0, verbose=1).fit(X)
+    rounds = [r.getMessage() for r in caplog.records if "round" in r.getMessage()]
+    assert len(rounds) == len(model.selected_)
+    assert "measured" in rounds[0] and "budget left" in rounds[-1]
+    assert "budget left 0 of" in rounds[-1]  # the last round spends the rest

@@ -1,0 +1,261 @@
+"""Input handling, private domain inference and the evaluation helpers."""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from skdp.accounting import GaussianEvent, account
+from skdp.synthetic import (
+    OTHER,
+    DomainWarning,
+    DPSyntheticData,
+    marginal_error,
+    marginal_errors,
+    plot_marginal_errors,
+    tstr_accuracy,
+)
+from skdp.synthetic._infer import bin_edges, infer_numeric_bounds
+
+pd = pytest.importorskip("pandas")
+
+FAST = {"max_cells": 2000}
+
+
+# -- missing values and undeclared categories ----------------------------------
+
+
+def test_missing_category_round_trip_frame():
+    rng = np.random.default_rng(0)
+    n = 400
+    x = rng.uniform(-2, 2, size=n)
+    x[:100] = np.nan
+    c = pd.Categorical(rng.choice(["a", "b"], size=n), categories=["a", "b"])
+    c[rng.random(n) < 0.3] = np.nan
+    X = pd.DataFrame({"x": x, "c": c, "k": rng.integers(0, 3, size=n)})
+    domain = {"x": (-3.0, 3.0), "c": ["a", "b"], "k": [0, 1, 2]}
+    with pytest.raises(ValueError, match="missing='category'"):
+        DPSyntheticData(domain=domain).fit(X)
+    model = DPSyntheticData(
+        epsilon=5.0, domain=domain, missing="category", random_state=0, **FAST
+    ).fit(X)
+    # int column: no missing level (its dtype cannot hold one); others: one.
+    assert [s.missing for s in model.columns_] == [True, True, False]
+    synth = model.sample()
+    assert synth.dtypes.equals(X.dtypes)
+    assert 0.15 < synth["x"].isna().mean() < 0.35
+    assert 0.15 < synth["c"].isna().mean() < 0.45
+    assert synth["k"].notna().all()
+
+
+def test_missing_category_round_trip_object_array():
+    X = np.array([["a", 1.0], [None, 2.0], ["b", None], ["a", 3.0]] * 30, dtype=object)
+    model = DPSyntheticData(
+        domain={0: ["a", "b"], 1: (0.0, 4.0)},
+        missing="category",
+        random_state=0,
+        **FAST,
+    ).fit(X)
+    synth = model.sample()
+    assert synth.dtype == object and synth.shape == X.shape
+    assert set(v for v in synth[:, 0]) <= {"a", "b", None}
+
+
+def test_unknown_categories_go_to_other_with_one_warning():
+    X = pd.DataFrame({"c": ["x", "y", "zz", "w"] * 50, "d": ["p", "q"] * 100})
+    domain = {"c": ["x", "y"], "d": ["p"]}
+    with pytest.raises(ValueError, match="handle_unknown='other'"):
+        DPSyntheticData(domain=domain).fit(X)
+    model = DPSyntheticData(
+        epsilon=5.0, domain=domain, handle_unknown="other", random_state=0, **FAST
+    )
+    with pytest.warns(DomainWarning) as record:
+        model.fit(X)
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert "'c': 100 mapped to 'other'" in message and "'d': 100" in message
+    synth = model.sample()
+    assert set(synth["c"]) <= {"x", "y", OTHER}
+    assert (synth["c"] == OTHER).mean() > 0.3
+
+
+def test_other_level_of_a_categorical_dtype():
+    X = pd.DataFrame({"c": pd.Categorical(["x", "y", "z"] * 40)})
+    model = DPSyntheticData(
+        epsilon=3.0, domain={"c": ["x", "y"]}, handle_unknown="other", random_state=0
+    )
+    with pytest.warns(DomainWarning):
+        synth = model.fit(X).sample()
+    assert list(synth["c"].cat.categories) == ["x", "y", "z", OTHER]
+
+
+@pytest.mark.parametrize("method", ["aim", "tree"])
+def test_constant_columns_and_single_row(method):
+    X = np.array([[1, 0, 5]])
+    domain = {0: [0, 1, 2], 1: [0], 2: (5, 5)}
+    synth = DPSyntheticData(domain=domain, method=method).fit(X).sample(20)
+    assert synth.shape == (20, 3)
+    assert (synth[:, 1] == 0).all() and (synth[:, 2] == 5).all()
+
+
+def test_integer_bins_decode_into_their_own_bin():
+    from skdp.synthetic._domain import _encode_numeric, _numeric_spec, decode_column
+
+    for bounds in [(17, 90, 32), (1, 1_500_000, 32), (0, 4356, 7), (3, 3, 4)]:
+        spec = _numeric_spec("a", bounds, np.int64, 32)
+        codes = np.repeat(np.arange(spec.n_values), 50)
+        x = decode_column(spec, codes, np.random.default_rng(0))
+        assert np.all(x == np.rint(x)) and x.min() >= bounds[0]
+        np.testing.assert_array_equal(_encode_numeric(spec, x)[0], codes)
+
+
+def test_wrong_types_and_empty_input():
+    X = pd.DataFrame({"a": ["x", "y"]})
+    with pytest.raises(ValueError, match="numeric domain"):
+        DPSyntheticData(domain={"a": (0, 1)}).fit(X)
+    with pytest.raises(TypeError, match="list of categories"):
+        DPSyntheticData(domain={"a": "xy"}).fit(X)
+    with pytest.raises(ValueError, match="empty"):
+        DPSyntheticData(domain={"a": ["x"]}).fit(X.iloc[:0])
+    with pytest.raises(ValueError, match="empty"):
+        DPSyntheticData(domain={}).fit(pd.DataFrame(index=range(3)))
+    with pytest.raises(ValueError, match="infinite"):
+        DPSyntheticData(domain={0: (0.0, 1.0)}).fit(np.array([[0.5], [np.inf]]))
+
+
+# -- private domain inference ---------------------------------------------------
+
+
+def test_infer_numeric_bounds_finds_the_range():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(100, 5000, size=5000)
+    x[:10] = np.nan
+    (low, high), events = infer_numeric_bounds(x, 2.0, rng, integer=True)
+    assert isinstance(low, int) and isinstance(high, int)
+    assert 50 <= low <= 100 and 5000 <= high <= 10000
+    assert events == [GaussianEvent(2.0)]
+    edges = bin_edges()
+    assert np.all(np.diff(edges) > 0) and edges[0] < -1e14 and edges[-1] > 1e14
+
+
+def test_histogram_sensitivity():
+    """Replacing one record (or making it missing) moves the counts by sqrt(2)."""
+    rng = np.random.default_rng(1)
+    edges = bin_edges()
+    x = rng.normal(size=30)
+    base = np.histogram(x, edges)[0]
+    for value in (-1e9, 0.0, 7.5, 1e20):
+        y = x.copy()
+        y[3] = value
+        y = np.clip(y, edges[0], edges[-1])
+        assert np.linalg.norm(np.histogram(y, edges)[0] - base) <= np.sqrt(2) + 1e-12
+    assert np.linalg.norm(np.histogram(np.delete(x, 3), edges)[0] - base) <= 1
+
+
+@pytest.mark.parametrize("method", ["aim", "tree"])
+def test_infer_domain_is_accounted(method):
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame(
+        {"age": rng.integers(18, 80, size=1000), "c": rng.choice(["a", "b"], size=1000)}
+    )
+    with pytest.raises(ValueError, match="infer_domain"):
+        DPSyntheticData(domain={"c": ["a", "b"]}).fit(X)
+    model = DPSyntheticData(
+        epsilon=2.0,
+        domain={"c": ["a", "b"]},
+        infer_domain=0.3,
+        method=method,
+        random_state=0,
+        **({} if method == "tree" else FAST),
+    )
+    with warnings.catch_warnings():  # the learned range may clip a few values
+        warnings.simplefilter("ignore", DomainWarning)
+        model.fit(X)
+    low, high = model.domain_["age"]
+    assert 0 <= low <= 18 and 79 <= high <= 200
+    assert model.domain_["c"] == ["a", "b"]
+    first = model.events_[0]
+    assert isinstance(first, GaussianEvent) and first.count == 1
+    spent = model.privacy_spent_
+    assert 0.97 * 2.0 <= spent.epsilon <= 2.0
+    assert spent.epsilon == pytest.approx(
+        account(
+            model.events_
+            if method == "tree"
+            else [first, GaussianEvent(model.noise_multiplier_)],
+            model.delta_,
+        ).epsilon,
+        rel=1e-12,
+    )
+    synth = model.sample()
+    assert synth["age"].between(low, high).all()
+    # Categorical columns are never inferred.
+    with pytest.raises(ValueError, match="non-numeric columns"):
+        DPSyntheticData(domain={"age": (0, 99)}, infer_domain=0.1).fit(X)
+
+
+# -- evaluation helpers ---------------------------------------------------------
+
+
+def _shuffled(X, seed=1):
+    rng = np.random.default_rng(seed)
+    return X.apply(lambda col: rng.permutation(col.to_numpy()))
+
+
+def _pair_data(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["u", "v", "w"], size=n)
+    y = np.where(a == "u", "yes", np.where(rng.random(n) < 0.1, "yes", "no"))
+    x = rng.integers(0, 10, size=n)
+    X = pd.DataFrame({"a": a, "x": x, "y": y})
+    return X, {"a": ["u", "v", "w"], "x": (0, 9), "y": ["no", "yes"]}
+
+
+def test_marginal_errors_and_fixed_three_way_sets():
+    X, domain = _pair_data()
+    sets, errors = marginal_errors(X, X, domain, ways=2)
+    assert sets == [("a", "x"), ("a", "y"), ("x", "y")]
+    assert np.all(errors == 0)
+    shuffled = _shuffled(X)
+    assert marginal_error(X, shuffled, domain, ways=1) == pytest.approx(0.0)
+    assert marginal_error(X, shuffled, domain, ways=2) > 0.1
+    # Three-way sets: fixed by default, so two calls compare the same sets.
+    assert marginal_error(X, shuffled, domain, ways=3) == marginal_error(
+        X, shuffled, domain, ways=3
+    )
+
+
+def test_tstr_accuracy():
+    X, domain = _pair_data()
+    test, _ = _pair_data(seed=1)
+    good = tstr_accuracy(X, test, "y", domain)
+    assert good > 0.9
+    constant = X.assign(y="no")
+    assert tstr_accuracy(constant, test, "y", domain) == pytest.approx(
+        (test["y"] == "no").mean()
+    )
+    with pytest.raises(ValueError, match="not a column"):
+        tstr_accuracy(X, test, "zz", domain)
+
+
+def test_plot_marginal_errors(tmp_path):
+    pytest.importorskip("matplotlib")
+    X, domain = _pair_data()
+    shuffled = _shuffled(X)
+    path = tmp_path / "errors.png"
+    assert plot_marginal_errors(X, shuffled, domain, path) == path
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_needs_matplotlib_with_a_clear_error():
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; import numpy as np;"
+        "from skdp.synthetic import plot_marginal_errors;"
+        "X = np.array([[0], [1]]);\n"
+        "try:\n    plot_marginal_errors(X, X, {0: [0, 1]}, 'x.png')\n"
+        "except ImportError as e:\n    assert 'pip install matplotlib' in str(e)\n"
+        "else:\n    raise SystemExit('no error')"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
