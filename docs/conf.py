@@ -138,7 +138,8 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "abort_on_example_error": True,
     "plot_gallery": "True",
-    "min_reported_time": 1,
+    # 0: every page states its running time (tests/test_docs.py reads it).
+    "min_reported_time": 0,
     "write_computation_times": False,
     # Examples run in as many processes as sphinx-build -j gives (1 by default).
     "parallel": True,
