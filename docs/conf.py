@@ -153,23 +153,3 @@ sphinx_gallery_conf = {
 # Examples draw with the non-interactive backend (no display on CI).
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-
-# -- Docstring fix-ups ----------------------------------------------------------
-# Several estimators' Attributes sections write ``shape (n_features_in_,)``; in
-# reStructuredText a name ending in "_" is a link reference, so docutils fails
-# on the undefined target "n_features_in". Quote exactly that shape before
-# numpydoc renders the docstring (scikit-learn writes it as `n_features_in_`).
-_UNQUOTED_SHAPE = "(n_features_in_,)"
-_QUOTED_SHAPE = "(``n_features_in_``,)"
-
-
-def _quote_shape_names(app, what, name, obj, options, lines):
-    """Quote ``n_features_in_`` in shapes so docutils does not read a link."""
-    for i, line in enumerate(lines):
-        if _UNQUOTED_SHAPE in line:
-            lines[i] = line.replace(_UNQUOTED_SHAPE, _QUOTED_SHAPE)
-
-
-def setup(app):
-    """Register the docstring fix-up ahead of numpydoc (priority 500)."""
-    app.connect("autodoc-process-docstring", _quote_shape_names, priority=100)

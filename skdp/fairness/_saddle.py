@@ -170,7 +170,7 @@ class DPSaddlePointClassifier(
     delta_ : float
     privacy_spent_ : skdp.accounting.PrivacySpent
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when ``X`` has string feature names.
 
     Notes

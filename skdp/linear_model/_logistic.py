@@ -130,7 +130,7 @@ class DPLogisticRegression(
     delta_ : float
     privacy_spent_ : skdp.accounting.PrivacySpent
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when ``X`` has string feature names.
 
     Notes

@@ -49,7 +49,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    lower_, upper_ : ndarray of shape (n_features_in_,)
+    lower_, upper_ : ndarray of shape (`n_features_in_`,)
     row_norm_ : float
         Public bound on the norm of transformed rows, ``sqrt(n_features)``.
     n_features_in_ : int
@@ -101,7 +101,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    mean_, scale_ : ndarray of shape (n_features_in_,)
+    mean_, scale_ : ndarray of shape (`n_features_in_`,)
     noise_multiplier_ : float
     privacy_spent_ : skdp.accounting.PrivacySpent
     n_features_in_ : int
