@@ -35,61 +35,18 @@ from skdp.linear_model import DPLogisticRegression
 # The one-step SGLD that reports the seed paper's (false) Theorem 3.1 lives
 # with its test; the benchmark audits the same mechanism.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _broken import (  # noqa: E402
+    STRONG,
+    STRONG_ROWS,
+    NoiseDividedBy,
+    NoiseDividedBy10,
+    unit_rows,
+)
 from test_audit_sgld_claim import OneStepSGLDWithSeedClaim  # noqa: E402
 
-STRONG_ROWS = 10
-STRONG = {
-    "batch_sampling": "cyclic",
-    "epochs": 1,
-    "batch_size": STRONG_ROWS,
-    "fit_intercept": False,
-    "max_grad_norm": 0.25,
-}
 ONE_RUN_STRONG = dict(STRONG, batch_size=100_000)
 ADULT_ROWS = 200
 LOGISTIC = {"epochs": 2, "batch_size": 50}
-
-
-class NoiseDividedBy(DPLogisticRegression):
-    """Broken on purpose: noise multiplier z / factor, the spend of z reported.
-
-    ``factor`` is a class attribute so that ``clone`` keeps it.
-    """
-
-    factor = 4.0
-
-    def fit(self, X, y, sample_weight=None):
-        """Fit with a fraction of the calibrated noise."""
-        z, spent, _ = self.privacy_plan(np.shape(X)[0], np.unique(y).size)
-        epsilon = self.epsilon
-        self.epsilon, self.noise_multiplier = None, z / self.factor
-        try:
-            super().fit(X, y, sample_weight)
-        finally:
-            self.epsilon, self.noise_multiplier = epsilon, None
-        self.privacy_spent_ = spent
-        self.noise_multiplier_ = z
-        return self
-
-
-class NoiseDividedBy10(NoiseDividedBy):
-    """A tenth of the noise."""
-
-    factor = 10.0
-
-
-def _strong_data():
-    rng = np.random.default_rng(0)
-    X = rng.uniform(-1, 1, size=(STRONG_ROWS, 3))
-    X /= np.linalg.norm(X, axis=1).max()
-    return X, (X[:, 0] > 0).astype(int)
-
-
-def _one_run_data():
-    rng = np.random.default_rng(0)
-    X = rng.uniform(-1, 1, size=(200, 4))
-    X /= np.linalg.norm(X, axis=1).max()
-    return X, (X[:, 0] > 0).astype(int)
 
 
 def _cases(quick):
@@ -120,11 +77,11 @@ def _cases(quick):
         return adult_audit_setup("synthetic", 500, epsilon, 0)
 
     def strong(epsilon):
-        X, y = _strong_data()
+        X, y = unit_rows(STRONG_ROWS, 3, seed=0)
         return DPLogisticRegression(epsilon=epsilon, **STRONG), X, y, {}
 
     def broken(epsilon):
-        X, y = _strong_data()
+        X, y = unit_rows(STRONG_ROWS, 3, seed=0)
         return NoiseDividedBy(epsilon=epsilon, **STRONG), X, y, {}
 
     def seed_sgld(epsilon):
@@ -181,7 +138,7 @@ def audit_table(quick):
 def one_run_table(quick):
     """One-run audits: one fit each, many canaries."""
     n_canaries = 500 if quick else 1000
-    X, y = _one_run_data()
+    X, y = unit_rows(200, 4, seed=0)
     rows = [
         ("logistic strong setting", DPLogisticRegression, ONE_RUN_STRONG, {}),
         (

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from _broken import NoiseDividedBy100
 from sklearn.base import BaseEstimator
 
 from skdp.audit import AuditResult, audit, clopper_pearson, epsilon_from_rates
@@ -26,26 +27,10 @@ def data():
     return X, y
 
 
-class TooLittleNoise(DPLogisticRegression):
-    """Broken on purpose: adds 1/100 of the noise and reports the honest spend."""
-
-    def fit(self, X, y, sample_weight=None):
-        z, spent, _ = self.privacy_plan(np.shape(X)[0], np.unique(y).size)
-        epsilon = self.epsilon
-        self.epsilon, self.noise_multiplier = None, z / 100
-        try:
-            super().fit(X, y, sample_weight)
-        finally:
-            self.epsilon, self.noise_multiplier = epsilon, None
-        self.privacy_spent_ = spent
-        self.noise_multiplier_ = z
-        return self
-
-
 @pytest.mark.parametrize("sampling", ["cyclic", "shuffle"])
 def test_audit_catches_too_little_noise(data, sampling):
     X, y = data
-    est = TooLittleNoise(epsilon=1.0, batch_sampling=sampling, **SMALL)
+    est = NoiseDividedBy100(epsilon=1.0, batch_sampling=sampling, **SMALL)
     result = audit(est, X, y, n_trials=400, random_state=0)
     assert result.epsilon_reported == pytest.approx(1.0, abs=0.01)
     assert result.epsilon_lower > 2 * result.epsilon_reported
@@ -141,7 +126,7 @@ def test_plot_needs_matplotlib(data):
 def test_multiclass_auto_canary(data):
     X, _ = data
     y = np.digitize(X[:, 0], [-0.1, 0.1])
-    est = TooLittleNoise(epsilon=1.0, batch_sampling="cyclic", **SMALL)
+    est = NoiseDividedBy100(epsilon=1.0, batch_sampling="cyclic", **SMALL)
     result = audit(est, X, y, n_trials=200, random_state=0)
     assert result.epsilon_lower > result.epsilon_reported
 
@@ -150,7 +135,7 @@ def test_user_canary_and_score(data):
     X, y = data
     x_c = np.zeros(N_FEATURES)
     x_c[0] = -1.0
-    est = TooLittleNoise(epsilon=1.0, batch_sampling="cyclic", **SMALL)
+    est = NoiseDividedBy100(epsilon=1.0, batch_sampling="cyclic", **SMALL)
     result = audit(est, X, y, canary=(x_c, 1), n_trials=200, random_state=0)
     assert result.epsilon_lower > result.epsilon_reported
     custom = audit(

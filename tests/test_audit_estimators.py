@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _broken import STRONG, STRONG_ROWS, NoiseDividedBy, unit_rows
 
 from skdp.audit import audit
 from skdp.audit._canaries import synthetic_canary
@@ -9,57 +10,19 @@ from skdp.fairness import DPSaddlePointClassifier
 from skdp.linear_model import DPLogisticRegression
 from skdp.synthetic import DPSyntheticData
 
-# Full-batch cyclic DP-SGD on a few rows without intercept, clip norm a
-# quarter of the row norm: clipping is always active on the canary, so its
-# two versions move the canary's coefficient by exactly +-eta C / b per step,
-# the sensitivity the accountant charges. The attack is then as strong as it
-# can be, and the reported epsilon is close to the true one.
-TEETH_ROWS = 10
-TEETH = {
-    "batch_sampling": "cyclic",
-    "epochs": 1,
-    "batch_size": TEETH_ROWS,
-    "fit_intercept": False,
-    "max_grad_norm": 0.25,
-}
-
-
-def _unit_rows(n, d, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, d))
-    X /= np.linalg.norm(X, axis=1).max()
-    return X, (X[:, 0] > 0).astype(int)
-
-
-class QuarterNoise(DPLogisticRegression):
-    """Broken on purpose: a quarter of the calibrated noise, the honest spend."""
-
-    def fit(self, X, y, sample_weight=None):
-        """Fit with noise multiplier z / 4; report the spend of z."""
-        z, spent, _ = self.privacy_plan(np.shape(X)[0], np.unique(y).size)
-        epsilon = self.epsilon
-        self.epsilon, self.noise_multiplier = None, z / 4
-        try:
-            super().fit(X, y, sample_weight)
-        finally:
-            self.epsilon, self.noise_multiplier = epsilon, None
-        self.privacy_spent_ = spent
-        self.noise_multiplier_ = z
-        return self
-
 
 def test_audit_catches_a_quarter_of_the_noise():
-    X, y = _unit_rows(TEETH_ROWS, 3, seed=0)
+    X, y = unit_rows(STRONG_ROWS, 3, seed=0)
     result = audit(
-        QuarterNoise(epsilon=1.0, **TEETH), X, y, n_trials=8000, random_state=0
+        NoiseDividedBy(epsilon=1.0, **STRONG), X, y, n_trials=8000, random_state=0
     )
     assert result.epsilon_reported == pytest.approx(1.0, abs=0.01)
     assert result.epsilon_lower > result.epsilon_reported
 
 
 def test_honest_twin_of_the_teeth_setting_passes():
-    X, y = _unit_rows(TEETH_ROWS, 3, seed=0)
-    est = DPLogisticRegression(epsilon=1.0, **TEETH)
+    X, y = unit_rows(STRONG_ROWS, 3, seed=0)
+    est = DPLogisticRegression(epsilon=1.0, **STRONG)
     result = audit(est, X, y, n_trials=4000, random_state=0)
     assert result.epsilon_reported == pytest.approx(1.0, abs=0.01)
     assert result.epsilon_lower <= result.epsilon_reported
@@ -67,7 +30,7 @@ def test_honest_twin_of_the_teeth_setting_passes():
 
 @pytest.fixture(scope="module")
 def grouped():
-    X, y = _unit_rows(40, 3, seed=1)
+    X, y = unit_rows(40, 3, seed=1)
     return X, y, np.where(np.arange(40) % 3 == 0, "a", "b")
 
 

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from _broken import NoiseDividedBy10, unit_rows
 from scipy.stats import binom
 
 from skdp.audit import (
@@ -28,27 +29,7 @@ STRONG = {
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(0)
-    X = rng.uniform(-1, 1, size=(200, 4))
-    X /= np.linalg.norm(X, axis=1).max()
-    return X, (X[:, 0] > 0).astype(int)
-
-
-class TenthNoise(DPLogisticRegression):
-    """Broken on purpose: a tenth of the calibrated noise, the honest spend."""
-
-    def fit(self, X, y, sample_weight=None):
-        """Fit with noise multiplier z / 10; report the spend of z."""
-        z, spent, _ = self.privacy_plan(np.shape(X)[0], np.unique(y).size)
-        epsilon = self.epsilon
-        self.epsilon, self.noise_multiplier = None, z / 10
-        try:
-            super().fit(X, y, sample_weight)
-        finally:
-            self.epsilon, self.noise_multiplier = epsilon, None
-        self.privacy_spent_ = spent
-        self.noise_multiplier_ = z
-        return self
+    return unit_rows(200, 4, seed=0)
 
 
 def test_p_value_without_delta_is_the_binomial_tail():
@@ -124,7 +105,7 @@ def test_honest_logistic_passes(data, settings, epsilon):
 
 def test_one_run_catches_a_tenth_of_the_noise(data):
     X, y = data
-    est = TenthNoise(epsilon=1.0, **STRONG)
+    est = NoiseDividedBy10(epsilon=1.0, **STRONG)
     result = audit_one_run(est, X, y, n_canaries=1000, random_state=0)
     assert result.epsilon_reported == pytest.approx(1.0, abs=0.01)
     assert result.epsilon_lower > 2 * result.epsilon_reported
