@@ -347,10 +347,17 @@ class DPSaddlePointClassifier(
                     "or pass n_groups."
                 )
             n_groups = self._declared_groups().size
-        plan = self._plan(int(n_samples), int(n_groups), int(n_features))
+        _, z, spent, delta = self._calibrated_plan(
+            int(n_samples), int(n_groups), int(n_features)
+        )
+        return z, spent, delta
+
+    def _calibrated_plan(self, n_samples, n_groups, n_features):
+        """Return ``(plan, noise_multiplier, planned spend, delta)``."""
+        plan = self._plan(n_samples, n_groups, n_features)
         delta = default_delta(n_samples) if self.delta is None else self.delta
         z, spent = calibrate_noise_multiplier(plan.events, self.epsilon, delta)
-        return z, spent, delta
+        return plan, z, spent, delta
 
     def _resolve_groups(self, sensitive_features, n_samples):
         """Return ``(groups, codes)``; warn when the group set is read from data."""
@@ -409,9 +416,7 @@ class DPSaddlePointClassifier(
                 "DPSaddlePointClassifier needs two classes."
             )
         groups, codes = self._resolve_groups(sensitive_features, X.shape[0])
-        plan = self._plan(X.shape[0], groups.size, X.shape[1])
-        delta = default_delta(X.shape[0]) if self.delta is None else self.delta
-        z, _ = calibrate_noise_multiplier(plan.events, self.epsilon, delta)
+        plan, z, _, delta = self._calibrated_plan(X.shape[0], groups.size, X.shape[1])
         rng = np.random.default_rng(
             check_random_state(self.random_state).randint(2**31)
         )
