@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
+from skdp._solvers._marginals import SCORE_SENSITIVITY
 from skdp._solvers._pgm import (
     Measurement,
     build_junction_tree,
@@ -15,7 +16,6 @@ from skdp._solvers._pgm import (
     sample_codes,
 )
 from skdp._solvers._synth_aim import (
-    COUNT_L1_SENSITIVITY,
     _downward_closure,
     _weights,
     count_marginals,
@@ -239,7 +239,7 @@ def test_selection_score_sensitivity_brute_force():
             other = codes.copy()
             other[row] = record
             worst = max(worst, np.abs(scores(other) - base).max())
-    assert worst <= COUNT_L1_SENSITIVITY * weights.max() + 1e-12
+    assert worst <= SCORE_SENSITIVITY * weights.max() + 1e-12
 
 
 # -- utility --------------------------------------------------------------------

@@ -120,9 +120,15 @@ class TreeModel:
     conditionals: tuple
 
 
-def _count_table(codes, i, j, sizes):
-    flat = codes[:, i] * sizes[j] + codes[:, j]
-    return np.bincount(flat, minlength=sizes[i] * sizes[j]).reshape(sizes[i], sizes[j])
+def count_table(codes, columns, sizes):
+    """Count table of the column set ``columns`` (axes in its order), as floats.
+
+    ``codes`` holds one integer code per cell in ``range(sizes[column])``;
+    ``sizes`` gives the number of levels of every column of ``codes``.
+    """
+    shape = tuple(sizes[c] for c in columns)
+    flat = np.ravel_multi_index(tuple(codes[:, c] for c in columns), shape)
+    return np.bincount(flat, minlength=math.prod(shape)).reshape(shape).astype(float)
 
 
 def project_to_simplex(noisy, total):
@@ -174,7 +180,7 @@ def pair_scores(codes, sizes, one_way_probs, n_rows):
     pairs, scores = [], []
     for i in range(n_columns):
         for j in range(i + 1, n_columns):
-            table = _count_table(codes, i, j, sizes)
+            table = count_table(codes, (i, j), sizes)
             product = n_rows * np.outer(one_way_probs[i], one_way_probs[j])
             pairs.append((i, j))
             scores.append(np.abs(table - product).sum())
@@ -265,7 +271,7 @@ def fit_tree_model(codes, sizes, plan, z, rng):
     std2 = plan.two_way_multiplier(z) * COUNT_L2_SENSITIVITY if edges else 0.0
     noisy_tables = []
     for parent, child in order:
-        table = _count_table(codes, parent, child, sizes).astype(float)
+        table = count_table(codes, (parent, child), sizes)
         noisy_tables.append(table + std2 * rng.standard_normal(table.shape))
     if edges:
         events.append(GaussianEvent(plan.two_way_multiplier(z), count=len(order)))

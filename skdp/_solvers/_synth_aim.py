@@ -45,6 +45,7 @@ from joblib import Parallel, delayed
 from scipy.special import logsumexp
 
 from ..accounting import ExponentialMechanismEvent, GaussianEvent
+from ._marginals import COUNT_L2_SENSITIVITY, SCORE_SENSITIVITY, count_table
 from ._pgm import (
     Measurement,
     build_junction_tree,
@@ -62,8 +63,6 @@ __all__ = [
 
 logger = logging.getLogger("skdp.synthetic")
 
-#: Replace-one sensitivities of a count vector.
-COUNT_L1_SENSITIVITY, COUNT_L2_SENSITIVITY = 2.0, math.sqrt(2.0)
 #: AIM's share of each round's budget spent on the measurement (alpha).
 MEASURE_SHARE = 0.9
 #: Initial number of rounds per column (AIM uses T = 16 d; 8 d measured better
@@ -119,13 +118,7 @@ def _downward_closure(workload):
 
 
 def _count_chunk(codes, sizes, cliques):
-    out = []
-    for clique in cliques:
-        shape = [sizes[v] for v in clique]
-        flat = np.ravel_multi_index(tuple(codes[:, v] for v in clique), shape)
-        counts = np.bincount(flat, minlength=math.prod(shape))
-        out.append(counts.reshape(shape).astype(float))
-    return out
+    return [count_table(codes, clique, sizes) for clique in cliques]
 
 
 def count_marginals(codes, sizes, cliques, n_jobs=None):
@@ -247,7 +240,7 @@ def fit_aim(
         codes, sizes, set(candidates) | {(j,) for j in range(n_columns)}, n_jobs
     )
     weights = _weights(candidates, workload)
-    sensitivity = COUNT_L1_SENSITIVITY * float(weights.max())
+    sensitivity = SCORE_SENSITIVITY * float(weights.max())
     budget = _Budget(rho, ROUNDS_PER_COLUMN * n_columns)
     # 1. Every 1-way marginal, with the first rounds' noise.
     z = budget.z

@@ -4,11 +4,11 @@ None of these is private: they read the real data to evaluate a release.
 """
 
 import itertools
-import math
 
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._solvers._marginals import count_table
 from ._domain import as_table, build_specs, encode_table
 
 __all__ = [
@@ -34,8 +34,7 @@ def _codes(table, domain, bins):
 
 
 def _marginal(codes, columns, sizes):
-    flat = np.ravel_multi_index(tuple(codes[:, c] for c in columns), sizes)
-    counts = np.bincount(flat, minlength=math.prod(sizes)).astype(float)
+    counts = count_table(codes, columns, sizes).ravel()
     return counts / max(counts.sum(), 1.0)
 
 
@@ -100,8 +99,8 @@ def marginal_errors(
         chosen = rng.choice(len(sets), size=int(n_marginals), replace=False)
         sets = [sets[k] for k in sorted(chosen)]
     errors = np.empty(len(sets))
+    sizes = [spec.n_levels for spec in specs]
     for i, columns in enumerate(sets):
-        sizes = tuple(specs[c].n_levels for c in columns)
         p = _marginal(real_codes, columns, sizes)
         q = _marginal(synth_codes, columns, sizes)
         errors[i] = 0.5 * np.abs(p - q).sum()
