@@ -61,6 +61,7 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from ..accounting import ExponentialMechanismEvent, GaussianEvent
+from ._saddle import _COUNT_SENSITIVITY  # one count down, one up (replace-one)
 
 __all__ = ["MirrorPlan", "make_mirror_plan", "run_saddle_mirror"]
 
@@ -71,7 +72,6 @@ logger = logging.getLogger("skdp")
 _COUNT_SHARE = 0.1
 _GROUP_SHARE = 0.2
 _VERTEX_SHARE = 0.7
-_COUNT_SENSITIVITY = math.sqrt(2.0)  # one count down, one up (replace-one)
 # Vertices sampled per step by each player.
 _VERTEX_SAMPLES = 1
 _GROUP_SAMPLES = 1
