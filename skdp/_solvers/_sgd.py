@@ -242,7 +242,7 @@ def row_projection(raw_norms, row_norm, fit_intercept):
     Parameters
     ----------
     raw_norms : ndarray of shape (n,)
-        Norms of the raw rows (from :func:`_row_norms`).
+        Norms of the raw rows (from :func:`_row_norms`, or of one batch).
     row_norm : float
     fit_intercept : bool
 
