@@ -12,7 +12,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MaxAbsScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdp._solvers._saddle import _group_sums, make_saddle_plan
+from skdp._solvers._saddle import (
+    _group_loss_sums,
+    _scores,
+    _weighted_gradient,
+    make_saddle_plan,
+    project_capped_simplex,
+)
 from skdp.accounting import DEFAULT_ORDERS, GaussianEvent, account, event_rdp
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.fairness import DPSaddlePointClassifier
@@ -126,7 +132,9 @@ def test_budget_split_costs_one_gaussian(n_groups):
 @pytest.mark.parametrize("clip_norm", ["auto", 0.1])
 def test_sensitivity_by_enumeration(clip_norm):
     """Every replace-one neighbour of every 3-record data set moves the releases
-    by at most the stated L2 sensitivities (and the gradient bound is tight)."""
+    by at most the stated L2 sensitivities (and the gradient bound is tight):
+    the weighted gradient sum by ``2 C max_k v_k`` for every group weighting
+    ``v``, the loss sums by ``sqrt(2) max_loss``, the counts by ``sqrt(2)``."""
     row_norm, max_loss = 1.0, 1.5
     plan = make_saddle_plan(
         n_samples=3,
@@ -143,26 +151,30 @@ def test_sensitivity_by_enumeration(clip_norm):
     records = list(itertools.product(xs, (0, 1), (0, 1)))
     feature_norm = row_norm
 
-    def releases(data, w):
+    def releases(data, w, v):
         X = np.array([r[0] for r in data], dtype=float)
         y = np.array([r[1] for r in data], dtype=float)
         codes = np.array([r[2] for r in data])
-        onehot = np.eye(2)[codes]
         raw = np.linalg.norm(X, axis=1)
         scale = np.minimum(1.0, feature_norm / np.maximum(raw, 1e-300))
         norm = np.sqrt((raw * scale) ** 2 + 1.0)
-        grads, losses = _group_sums(w, X, y, onehot, scale, norm, plan, True)
-        return grads, losses, onehot.sum(axis=0)
+        scores = _scores(w, X, scale, True)
+        grad = _weighted_gradient(scores, X, y, v[codes], scale, norm, plan, True)
+        losses = _group_loss_sums(scores, y, codes, plan)
+        # The gradient sum per unit of max_k v_k, to compare with one bound.
+        return grad / v.max(), losses, np.bincount(codes, minlength=2)
 
     worst = np.zeros(3)
+    weightings = [np.array([0.5, 0.5]), np.array([1.0, 0.2]), np.array([0.1, 0.7])]
     for w in [np.zeros(3), np.array([4.0, -3.0, 1.0]), np.array([-8.0, 8.0, -5.0])]:
-        for base in itertools.product(records, repeat=2):
-            # Releases of (base, r) for every last record r, then all pairs r, r2.
-            outs = [releases((*base, r), w) for r in records]
-            for part in range(3):
-                flat = np.array([o[part].ravel() for o in outs])
-                diffs = np.linalg.norm(flat[:, None, :] - flat[None, :, :], axis=2)
-                worst[part] = max(worst[part], diffs.max())
+        for v in weightings:
+            for base in itertools.product(records, repeat=2):
+                # Releases of (base, r) for every last record r; all pairs r, r2.
+                outs = [releases((*base, r), w, v) for r in records]
+                for part in range(3):
+                    flat = np.array([np.ravel(o[part]) for o in outs], dtype=float)
+                    diffs = np.linalg.norm(flat[:, None] - flat[None, :], axis=2)
+                    worst[part] = max(worst[part], diffs.max())
     bounds = np.array([plan.gradient_sensitivity, plan.loss_sensitivity, np.sqrt(2)])
     assert np.all(worst <= bounds * (1 + 1e-12))
     # Counts and, with an active clip, gradients attain their bounds exactly.
@@ -320,3 +332,47 @@ def test_metadata_routing_pipeline_and_search():
                     sensitive_features=False
                 ),
             ).fit(X, y)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_capped_simplex_projection_is_the_kl_projection(seed):
+    # The KL projection onto {q <= caps, sum q = 1} minimises KL(q || p); check
+    # against a generic constrained solver and the structure q = min(c, tau p).
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(5, 0.3))
+    caps = np.minimum(1.0, 3.0 * rng.dirichlet(np.ones(5)))
+    q = project_capped_simplex(p, caps)
+    assert q.sum() == pytest.approx(1.0)
+    assert np.all(q <= caps + 1e-12)
+    res = minimize(
+        lambda r: np.sum(r * np.log(np.maximum(r, 1e-300) / p)),
+        np.full(5, 0.2),
+        bounds=[(1e-12, c) for c in caps],
+        constraints=[{"type": "eq", "fun": lambda r: r.sum() - 1.0}],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
+    np.testing.assert_allclose(q, res.x, atol=1e-5)
+    free = q < caps - 1e-12
+    if free.sum() > 1:
+        ratios = q[free] / p[free]
+        np.testing.assert_allclose(ratios, ratios[0])
+
+
+def test_weight_cap_bounds_the_adversary():
+    X, y, g = two_rule_data(n=2000)
+    # Make group 1 a 10% minority and give it noisy labels: it is the worst group.
+    keep = (g == 0) | (np.arange(g.size) % 3 == 0)
+    X, y, g = X[keep], y[keep], g[keep]
+    share = np.mean(g == 1)
+    est = DPSaddlePointClassifier(
+        epsilon=50.0, groups=[0, 1], n_iter=200, weight_cap=2.0, random_state=0
+    ).fit(X, y, sensitive_features=g)
+    # Noisy counts at epsilon 50 are within a few rows of the truth.
+    assert est.group_weights_[1] <= 2.0 * share * 1.05
+    uncapped = DPSaddlePointClassifier(
+        epsilon=50.0, groups=[0, 1], n_iter=200, weight_cap=None, random_state=0
+    ).fit(X, y, sensitive_features=g)
+    assert uncapped.group_weights_[1] > 2.0 * share * 1.05
