@@ -73,6 +73,11 @@ def _cases(quick):
     def saddle(epsilon):
         return adult_audit_setup("saddle", ADULT_ROWS, epsilon, 0, n_iter=100)
 
+    def saddle_mirror(epsilon):
+        return adult_audit_setup(
+            "saddle", ADULT_ROWS, epsilon, 0, n_iter=100, solver="mirror"
+        )
+
     def synthetic(epsilon):
         return adult_audit_setup("synthetic", 500, epsilon, 0)
 
@@ -92,6 +97,7 @@ def _cases(quick):
 
     cases += [
         ("saddle (sex groups, 100 steps)", saddle, 1000 // scale),
+        ("saddle mirror (sex groups, 100 steps)", saddle_mirror, 1000 // scale),
         ("synthetic (4 categorical columns)", synthetic, 400 // scale),
         ("logistic strong setting", strong, 4000 // scale),
         ("BROKEN: strong setting, noise / 4", broken, 8000 // scale),
@@ -116,14 +122,17 @@ def _timed(fn):
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def audit_table(quick):
-    """Multi-fit audits of every estimator and setting."""
+def audit_table(quick, match=None):
+    """Multi-fit audits of every estimator and setting (labels containing
+    ``match`` only, if given)."""
     print(
         "| estimator, setting | target eps | eps reported | eps lower (95%) "
         "| lower / reported | trials | wall s | CPU s |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for label, build, trials in _cases(quick):
+        if match is not None and match not in label:
+            continue
         for epsilon in (1.0,) if "SGLD claiming" in label else (1.0, 4.0):
             est, X, y, fit_params = build(epsilon)
             result, wall, cpu = _timed(
@@ -232,12 +241,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer trials")
     parser.add_argument("--only", choices=["audit", "one-run", "speed"], default=None)
+    parser.add_argument(
+        "--match", metavar="TEXT", help="multi-fit audits: rows whose label has TEXT"
+    )
     args = parser.parse_args(argv)
     print(f"load average at start: {os.getloadavg()}  (cpus: {os.cpu_count()})")
     start = time.perf_counter()
     if args.only in (None, "audit"):
         print("\n### Multi-fit audits\n")
-        audit_table(args.quick)
+        audit_table(args.quick, args.match)
     if args.only in (None, "one-run"):
         print("\n### One-run audits\n")
         one_run_table(args.quick)

