@@ -9,8 +9,10 @@ accuracy (logistic regression on one-hot bins, tested on the 25% part), CPU
 seconds of fit plus sampling (``time.process_time`` in a fresh process: the
 machine is shared) and the process's peak resident memory
 (``ru_maxrss``, including the interpreter and imports). Methods:
-``DPSyntheticData(method="aim")`` (default), ``method="tree"`` and noisy
-independent 1-way marginals (Gaussian, calibrated to the same target).
+``DPSyntheticData(method="aim")`` (default, replace-one), the same under
+``neighbouring="add-remove"`` (``aim-addremove``: the relation of AIM, MST and
+the anchors below), ``method="tree"`` and noisy independent 1-way marginals
+(Gaussian, calibrated to the same target).
 
 Usage::
 
@@ -32,7 +34,7 @@ import numpy as np
 
 EPSILONS = (0.3, 1.0, 3.0, 10.0)
 SEEDS = (0, 1, 2)
-METHODS = ("aim", "tree", "independent")
+METHODS = ("aim", "aim-addremove", "tree", "independent")
 DELTA = 1e-5
 SPLIT_SEED = 0
 
@@ -112,7 +114,8 @@ def run_one(method, epsilon, seed):
             epsilon=epsilon,
             delta=DELTA,
             domain=domain,
-            method=method,
+            method="aim" if method == "aim-addremove" else method,
+            neighbouring="add-remove" if method == "aim-addremove" else "replace-one",
             random_state=seed,
         ).fit(train)
         synth = model.sample()
@@ -241,6 +244,13 @@ def main(argv=None):
     parser.add_argument(
         "--plot", metavar="PNG", help="only write the per-marginal error plot to PNG"
     )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        default=list(METHODS),
+        help="methods to run (default: all)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -255,7 +265,7 @@ def main(argv=None):
     epsilons, seeds = ((1.0,), (0,)) if args.quick else (EPSILONS, SEEDS)
     results = []
     for epsilon in epsilons:
-        for method in METHODS:
+        for method in args.methods:
             for seed in seeds:
                 result = _in_subprocess(method, epsilon, seed)
                 print(json.dumps(result), file=sys.stderr, flush=True)

@@ -19,6 +19,7 @@ from skdp._solvers._synth_aim import (
     _downward_closure,
     _weights,
     count_marginals,
+    estimate_total,
     fit_aim,
     workload_cliques,
 )
@@ -300,3 +301,112 @@ def test_verbose_logs_every_round(caplog):
     assert len(rounds) == len(model.selected_)
     assert "measured" in rounds[0] and "budget left" in rounds[-1]
     assert "budget left 0 of" in rounds[-1]  # the last round spends the rest
+
+
+# -- add-remove -----------------------------------------------------------------
+
+
+def test_add_remove_selection_score_sensitivity_brute_force():
+    """One added or removed record moves a weighted L1 score by at most max(w)."""
+    sizes = (2, 3, 2)
+    workload = workload_cliques(3, "2-way")
+    candidates = _downward_closure(workload)
+    weights = _weights(candidates, workload)
+    rng = np.random.default_rng(1)
+    codes = np.column_stack([rng.integers(s, size=5) for s in sizes])
+    model = {r: rng.random([sizes[v] for v in r]) for r in candidates}  # released
+    total = 5.3  # the released estimate of the number of rows, fixed
+
+    def scores(data):
+        counts = count_marginals(data, sizes, candidates)
+        return np.array(
+            [
+                w * np.abs(counts[r] - total * model[r]).sum()
+                for r, w in zip(candidates, weights, strict=True)
+            ]
+        )
+
+    base = scores(codes)
+    worst = 0.0
+    for row in range(codes.shape[0]):
+        worst = max(worst, np.abs(scores(np.delete(codes, row, 0)) - base).max())
+    for record in itertools.product(*(range(s) for s in sizes)):
+        added = np.vstack([codes, record])
+        worst = max(worst, np.abs(scores(added) - base).max())
+    assert worst == pytest.approx(weights.max())
+
+
+def test_add_remove_halves_the_noise_variance_and_estimates_the_total():
+    X, _ = _chain(3000)
+    rho = 0.05
+    runs = {
+        relation: fit_aim(
+            X,
+            [4] * 4,
+            rho,
+            np.random.default_rng(0),
+            round_iter=10,
+            final_iter=20,
+            neighbouring=relation,
+        )
+        for relation in ("replace-one", "add-remove")
+    }
+    first = {k: r.measurements[0].std for k, r in runs.items()}
+    assert first["replace-one"] == pytest.approx(np.sqrt(2) * first["add-remove"])
+    assert runs["replace-one"].n_rows == X.shape[0]
+    one_way = runs["add-remove"].measurements[:4]
+    total = runs["add-remove"].n_rows
+    assert total == pytest.approx(estimate_total(one_way))
+    # Four 1-way sums of 4 cells each: std of the mean is about std * 1.
+    assert abs(total - X.shape[0]) < 5 * first["add-remove"]
+
+
+def test_estimate_total_is_unbiased():
+    rng = np.random.default_rng(0)
+    truth = [np.array([30.0, 50.0, 20.0]), np.array([60.0, 40.0])]
+    stds = (4.0, 2.0)
+    draws = [
+        estimate_total(
+            [
+                Measurement((j,), c + s * rng.standard_normal(c.size), s)
+                for j, (c, s) in enumerate(zip(truth, stds, strict=True))
+            ]
+        )
+        for _ in range(4000)
+    ]
+    # Inverse-variance weights 1 / (3 * 16) and 1 / (2 * 4): std of the
+    # estimate 1 / sqrt(1/48 + 1/8) = 2.62; mean of 4000 within 4 std errors.
+    assert abs(np.mean(draws) - 100.0) < 4 * 2.62 / np.sqrt(4000)
+    assert np.std(draws) == pytest.approx(2.62, rel=0.05)
+
+
+def test_estimator_add_remove_spend_and_sample_size():
+    X, domain = _chain(2000)
+    model = DPSyntheticData(
+        epsilon=1.0, domain=domain, neighbouring="add-remove", random_state=0
+    ).fit(X)
+    spent = model.privacy_spent_
+    assert spent.neighbouring == "add-remove"
+    expected = account(
+        GaussianEvent(model.noise_multiplier_), model.delta_, neighbouring="add-remove"
+    )
+    assert spent.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+    assert 0.97 <= spent.epsilon <= 1.0
+    assert abs(model.n_samples_fit_ - X.shape[0]) < 0.05 * X.shape[0]
+    assert model.sample().shape == (model.n_samples_fit_, X.shape[1])
+    again = DPSyntheticData(
+        epsilon=1.0, domain=domain, neighbouring="add-remove", random_state=0
+    ).fit(X)
+    np.testing.assert_array_equal(model.sample(), again.sample())
+
+
+@pytest.mark.parametrize(
+    "params", [{"method": "tree"}, {"infer_domain": 0.1, "domain": None}]
+)
+def test_add_remove_refuses_what_it_does_not_cover(params):
+    X, domain = _chain(200)
+    model = DPSyntheticData(domain=domain, neighbouring="add-remove")
+    model.set_params(**params)
+    with pytest.raises(ValueError, match="add-remove"):
+        model.fit(X)
+    assert not hasattr(model, "privacy_spent_")

@@ -32,6 +32,12 @@ RDP parameters, applied at each order; Whitehouse, Ramdas,
 Rogers and Wu 2023, "Fully-adaptive composition in differential privacy",
 ICML, for zCDP). The certified curve is therefore ``a rho``: the curve of a
 Gaussian event with multiplier ``1 / sqrt(2 rho)``.
+
+Under add-remove (one record added or removed) a count vector moves by 1 in L1
+and L2, so the same noise costs half the zCDP (the relation of the AIM paper
+and of private-pgm); the number of rows is then private too, and the model's
+total is estimated from the noisy 1-way measurements (post-processing): the
+inverse-variance weighted mean of their sums.
 """
 
 import itertools
@@ -57,12 +63,19 @@ from ._pgm import (
 __all__ = [
     "AIMResult",
     "count_marginals",
+    "estimate_total",
     "fit_aim",
     "workload_cliques",
 ]
 
 logger = logging.getLogger("skdp.synthetic")
 
+#: (count L2 sensitivity, selection-score sensitivity per unit of weight) of a
+#: count table under each neighbouring relation.
+_SENSITIVITIES = {
+    "replace-one": (COUNT_L2_SENSITIVITY, SCORE_SENSITIVITY),
+    "add-remove": (1.0, 1.0),
+}
 #: AIM's share of each round's budget spent on the measurement (alpha).
 MEASURE_SHARE = 0.9
 #: Initial number of rounds per column (AIM uses T = 16 d; 8 d measured better
@@ -91,6 +104,9 @@ class AIMResult:
         selection draw and one measurement).
     rho_used : float
         zCDP spent by the events (at most the budget).
+    n_rows : float
+        The model's total: the number of rows (replace-one, public) or its
+        estimate from the noisy 1-way marginals (add-remove).
     """
 
     tree: object
@@ -99,6 +115,7 @@ class AIMResult:
     selected: list
     events: list
     rho_used: float
+    n_rows: float
 
 
 def workload_cliques(n_columns, workload):
@@ -209,6 +226,7 @@ def fit_aim(
     n_jobs=None,
     round_iter=50,
     final_iter=500,
+    neighbouring="replace-one",
 ):
     """Run the adaptive rounds under a zCDP budget ``rho``.
 
@@ -218,7 +236,7 @@ def fit_aim(
     sizes : sequence of int
         Number of levels of each column (public).
     rho : float > 0
-        zCDP budget (replace-one).
+        zCDP budget under ``neighbouring``.
     rng : numpy.random.Generator
     workload : str or list of tuple, default="2-way"
     max_cells : int, default=200_000
@@ -227,6 +245,9 @@ def fit_aim(
         Workers for counting the candidate marginals.
     round_iter, final_iter : int
         Mirror-descent iterations after each round and at the end.
+    neighbouring : {"replace-one", "add-remove"}, default="replace-one"
+        Sets the sensitivities; under ``"add-remove"`` the number of rows is
+        not used, only its estimate from the noisy 1-way marginals.
 
     Returns
     -------
@@ -240,15 +261,18 @@ def fit_aim(
         codes, sizes, set(candidates) | {(j,) for j in range(n_columns)}, n_jobs
     )
     weights = _weights(candidates, workload)
-    sensitivity = SCORE_SENSITIVITY * float(weights.max())
+    count_sensitivity, score_sensitivity = _SENSITIVITIES[neighbouring]
+    sensitivity = score_sensitivity * float(weights.max())
     budget = _Budget(rho, ROUNDS_PER_COLUMN * n_columns)
     # 1. Every 1-way marginal, with the first rounds' noise.
     z = budget.z
-    std = COUNT_L2_SENSITIVITY * z
+    std = count_sensitivity * z
     measurements = [
         Measurement((j,), counts[(j,)] + std * rng.standard_normal(sizes[j]), std)
         for j in range(n_columns)
     ]
+    if neighbouring == "add-remove":
+        n_rows = estimate_total(measurements)
     events = [GaussianEvent(z, count=n_columns)]
     budget.used = n_columns / (2.0 * z**2)
     if budget.used >= budget.rho:
@@ -260,7 +284,7 @@ def fit_aim(
     last = False
     while not last:
         z, eps, last = budget.next_round()
-        std = COUNT_L2_SENSITIVITY * z
+        std = count_sensitivity * z
         limit = max_cells * budget.used / budget.rho
         allowed = _allowed(candidates, measured, sizes, limit, tree)
         scores = np.empty(len(allowed))
@@ -298,4 +322,18 @@ def fit_aim(
         if change <= _EXPECTED_ABS * std * clique_cells(r, sizes):
             budget.z /= 2.0
             budget.eps *= 2.0
-    return AIMResult(tree, log_mu, measurements, selected, events, budget.used)
+    return AIMResult(
+        tree, log_mu, measurements, selected, events, budget.used, float(n_rows)
+    )
+
+
+def estimate_total(measurements):
+    """Inverse-variance weighted mean of the sums of noisy count vectors.
+
+    The sum of a measurement of ``m`` cells with noise std ``s`` has variance
+    ``m s^2``. Post-processing; at least 1.
+    """
+    sums = np.array([m.y.sum() for m in measurements])
+    variances = np.array([m.y.size * m.std**2 for m in measurements])
+    weights = 1.0 / variances
+    return max(1.0, float(weights @ sums / weights.sum()))

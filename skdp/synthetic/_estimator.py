@@ -101,6 +101,16 @@ class DPSyntheticData(BaseEstimator):
         numeric columns missing from ``domain`` (a noisy histogram each).
         Categorical columns must always be declared. ``None``: refuse columns
         without a domain.
+    neighbouring : {"replace-one", "add-remove"}, default="replace-one"
+        The neighbouring relation of the guarantee. ``"add-remove"`` (one row
+        added or removed; the relation of AIM and private-pgm) needs
+        ``method="aim"`` and a declared domain for every column
+        (``infer_domain=None``); a count table then moves by 1 instead of
+        ``sqrt(2)``, so the same epsilon buys half the noise variance, and the
+        number of rows becomes private: the model's total and the default
+        size of :meth:`sample` are estimated from the noisy 1-way marginals.
+        (The default ``delta`` still reads ``n``, as in DPLogisticRegression;
+        pass ``delta`` when ``n`` itself is secret.)
     n_jobs : int or None, default=None
         Workers (joblib) counting the marginals of the ``"aim"`` rounds.
     random_state : int, RandomState instance or None, default=None
@@ -111,7 +121,7 @@ class DPSyntheticData(BaseEstimator):
     Attributes
     ----------
     privacy_spent_ : skdp.accounting.PrivacySpent
-        What the whole fit spent (replace-one).
+        What the whole fit spent, under ``neighbouring``.
     events_ : list
         Every privacy event that ran, domain inference first.
     noise_multiplier_ : float
@@ -128,7 +138,8 @@ class DPSyntheticData(BaseEstimator):
     columns_ : list of ColumnSpec
         Public discretisation of each column.
     n_samples_fit_ : int
-        Number of rows seen in fit (public under replace-one).
+        Number of rows seen in fit (public under replace-one); under
+        add-remove, its private estimate (the model's total, rounded).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only for DataFrame input with string column names.
@@ -144,7 +155,10 @@ class DPSyntheticData(BaseEstimator):
     by replacing one row (replace-one). Public: the domain (categories, numeric
     ranges, number of bins, the missing and other levels), the column names and
     dtypes, and the number of rows. A count table's replace-one sensitivity is
-    ``sqrt(2)`` in L2 and 2 in L1.
+    ``sqrt(2)`` in L2 and 2 in L1. With ``neighbouring="add-remove"`` (one row
+    added or removed) it is 1 in both, the scores' sensitivity is
+    ``max weight``, and the number of rows is private: the model's total is the
+    inverse-variance weighted mean of the sums of the noisy 1-way marginals.
 
     ``method="aim"`` (McKenna, Mullins, Sheldon and Miklau 2022, Algorithm 1):
     the budget is a zCDP level ``rho`` (that of a Gaussian of multiplier
@@ -228,6 +242,7 @@ class DPSyntheticData(BaseEstimator):
         "missing": [StrOptions({"error", "category"})],
         "handle_unknown": [StrOptions({"error", "other"})],
         "infer_domain": [Interval(Real, 0, 1, closed="neither"), None],
+        "neighbouring": [StrOptions({"replace-one", "add-remove"})],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -246,6 +261,7 @@ class DPSyntheticData(BaseEstimator):
         missing="error",
         handle_unknown="error",
         infer_domain=None,
+        neighbouring="replace-one",
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -260,6 +276,7 @@ class DPSyntheticData(BaseEstimator):
         self.missing = missing
         self.handle_unknown = handle_unknown
         self.infer_domain = infer_domain
+        self.neighbouring = neighbouring
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -278,6 +295,14 @@ class DPSyntheticData(BaseEstimator):
         -------
         self : DPSyntheticData
         """
+        if self.neighbouring == "add-remove" and (
+            self.method != "aim" or self.infer_domain is not None
+        ):
+            raise ValueError(
+                "neighbouring='add-remove' is supported with method='aim' and a "
+                "declared domain (infer_domain=None); got "
+                f"method={self.method!r}, infer_domain={self.infer_domain!r}."
+            )
         columns, frame_info = as_table(X)
         keys = [key for key, _, _ in columns]
         workload = _workload_indices(self.workload, keys)
@@ -322,8 +347,9 @@ class DPSyntheticData(BaseEstimator):
                     workload=workload,
                     max_cells=self.max_cells,
                     n_jobs=self.n_jobs,
+                    neighbouring=self.neighbouring,
                 )
-        model, selected, events, spent, z = fitted
+        model, selected, events, spent, z, total = fitted
         if spent.epsilon > self.epsilon * (1 + 1e-9):
             raise RuntimeError("Internal error: the run spent more than its target.")
         self.columns_ = specs
@@ -342,7 +368,7 @@ class DPSyntheticData(BaseEstimator):
         self.events_ = events
         self.delta_ = delta
         self.privacy_spent_ = spent
-        self.n_samples_fit_ = codes.shape[0]
+        self.n_samples_fit_ = int(round(total))
         self.n_features_in_ = codes.shape[1]
         if frame_info is not None and all(isinstance(k, str) for k in keys):
             self.feature_names_in_ = np.asarray(keys, dtype=object)
@@ -490,18 +516,25 @@ def _fit_tree(codes, sizes, domain_events, epsilon, delta, rng):
     model, _, events = fit_tree_model(codes, sizes, plan, z, rng)
     events = domain_events + events
     logger.info("selected tree edges %s", model.order)
-    return model, list(model.order), events, account(events, delta), z
+    spent = account(events, delta)
+    return model, list(model.order), events, spent, z, codes.shape[0]
 
 
-def _fit_aim(codes, sizes, domain_events, epsilon, delta, rng, **options):
+def _fit_aim(codes, sizes, domain_events, epsilon, delta, rng, neighbouring, **options):
     z, _ = calibrate_noise_multiplier(
-        lambda z: domain_events + [GaussianEvent(z)], epsilon, delta
+        lambda z: domain_events + [GaussianEvent(z)],
+        epsilon,
+        delta,
+        neighbouring=neighbouring,
     )
     rho = 1.0 / (2.0 * z**2)
-    result = fit_aim(codes, sizes, rho, rng, **options)
+    result = fit_aim(codes, sizes, rho, rng, neighbouring=neighbouring, **options)
     if result.rho_used > rho * (1 + 1e-9):
         raise RuntimeError("Internal error: the rounds exceeded their budget.")
     # The filter certifies the budget curve a * rho (see the Notes).
-    spent = account(domain_events + [GaussianEvent(z)], delta)
+    spent = account(
+        domain_events + [GaussianEvent(z)], delta, neighbouring=neighbouring
+    )
     model = (result.tree, result.log_marginals)
-    return model, result.selected, domain_events + result.events, spent, z
+    events = domain_events + result.events
+    return model, result.selected, events, spent, z, result.n_rows
