@@ -342,6 +342,8 @@ def test_clone_and_get_params():
         "missing": "error",
         "handle_unknown": "error",
         "infer_domain": None,
+        "neighbouring": "replace-one",
+        "compress": "auto",
         "n_jobs": None,
         "random_state": 1,
         "verbose": 0,

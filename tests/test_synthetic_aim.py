@@ -16,10 +16,13 @@ from skdp._solvers._pgm import (
     sample_codes,
 )
 from skdp._solvers._synth_aim import (
+    _compressed_measurement,
     _downward_closure,
     _weights,
+    compress_column,
     count_marginals,
     estimate_total,
+    expand_codes,
     fit_aim,
     workload_cliques,
 )
@@ -410,3 +413,100 @@ def test_add_remove_refuses_what_it_does_not_cover(params):
     with pytest.raises(ValueError, match="add-remove"):
         model.fit(X)
     assert not hasattr(model, "privacy_spent_")
+
+
+# -- domain compression -----------------------------------------------------------
+
+
+def test_compress_column_merges_only_two_or_more_rare_levels():
+    std = 2.0
+    comp = compress_column(np.array([50.0, 3.0, -1.0, 40.0, 5.9, 0.5]), std, 3.0)
+    # Below 3 std = 6: levels 1, 2, 4, 5 merge into the last compressed level.
+    np.testing.assert_array_equal(comp.mapping, [0, 2, 2, 1, 2, 2])
+    np.testing.assert_array_equal(comp.merged, [1, 2, 4, 5])
+    np.testing.assert_allclose(comp.weights, np.array([3.0, 0.0, 5.9, 0.5]) / 9.4)
+    assert comp.n_levels == 3
+    one_rare = compress_column(np.array([50.0, 1.0, 40.0]), std, 3.0)
+    np.testing.assert_array_equal(one_rare.mapping, [0, 1, 2])
+    assert one_rare.merged.size == 0
+    all_rare = compress_column(np.array([1.0, 1.0]), std, 3.0)
+    assert all_rare.merged.size == 0
+    all_negative = compress_column(np.array([30.0, -2.0, -1.0]), std, 3.0)
+    np.testing.assert_allclose(all_negative.weights, [0.5, 0.5])
+
+
+def test_compressed_measurement_sums_counts_and_variances():
+    comp = compress_column(np.array([50.0, 3.0, -1.0, 40.0]), 2.0, 3.0)
+    measured = Measurement((0,), np.array([50.0, 3.0, -1.0, 40.0]), 2.0)
+    moved = _compressed_measurement(0, measured, comp)
+    np.testing.assert_allclose(moved.y, [50.0, 40.0, 2.0])
+    np.testing.assert_allclose(moved.std, [2.0, 2.0, 2.0 * np.sqrt(2.0)])
+    assert estimate_total([moved]) == pytest.approx(92.0)
+
+
+def test_expand_codes_inverts_the_mapping_and_draws_merged_levels():
+    comp = compress_column(np.array([50.0, 3.0, 9.0, 40.0]), 4.0, 3.0)
+    # Levels 1 and 2 (counts 3 and 9 < 12) merge into compressed level 2.
+    codes = np.array([[0], [1], [2]] * 4000)
+    out = expand_codes(codes, [comp], np.random.default_rng(0))
+    assert np.all(out[codes[:, 0] == 0, 0] == 0)
+    assert np.all(out[codes[:, 0] == 1, 0] == 3)
+    drawn = out[codes[:, 0] == 2, 0]
+    assert set(np.unique(drawn)) == {1, 2}
+    assert np.mean(drawn == 2) == pytest.approx(9.0 / 12.0, abs=0.03)
+
+
+def test_mirror_descent_fits_measurements_with_per_cell_noise():
+    tree = build_junction_tree([(0,)], (3,))
+    y = np.array([60.0, 30.0, 10.0])
+    exact = Measurement((0,), y, np.array([1.0, 1.0, 3.0]))
+    _, log_mu = mirror_descent(tree, [exact], 100.0, max_iter=500)
+    np.testing.assert_allclose(100.0 * np.exp(log_mu[0]), y, rtol=1e-3)
+
+
+def test_rounds_compress_near_empty_levels_and_keep_their_budget():
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = np.column_stack(
+        [rng.integers(0, 3, n), rng.integers(0, 3, n), rng.integers(0, 2, n)]
+    )
+    sizes = [12, 3, 2]  # column 0 declares 12 levels, only 3 occur
+    rho = 0.05
+    result = fit_aim(
+        X,
+        sizes,
+        rho,
+        np.random.default_rng(1),
+        round_iter=10,
+        final_iter=20,
+        compress=True,
+    )
+    assert result.compression[0].n_levels < 12
+    assert set(result.compression[0].merged) >= set(range(4, 12))
+    assert result.rho_used == pytest.approx(rho, rel=1e-9)
+    model = DPSyntheticData(
+        epsilon=1.0,
+        domain={0: list(range(12)), 1: [0, 1, 2], 2: [0, 1]},
+        compress=True,
+        random_state=0,
+    ).fit(X)
+    synth = model.sample()
+    assert synth.shape == X.shape
+    # Occurring levels keep about their share; the empty ones stay rare.
+    assert np.mean(synth[:, 0] >= 3) < 0.05
+
+
+def test_compress_auto_follows_the_relation():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 3, 2000), rng.integers(0, 2, 2000)])
+    domain = {0: list(range(12)), 1: [0, 1]}  # levels 3-11 of column 0 empty
+    merged = {}
+    for relation in ("replace-one", "add-remove"):
+        model = DPSyntheticData(
+            domain=domain, neighbouring=relation, random_state=0
+        ).fit(X)
+        merged[relation] = model._model[2][0].merged.size
+    assert merged == {"replace-one": 0, "add-remove": merged["add-remove"]}
+    assert merged["add-remove"] >= 9
+    forced = DPSyntheticData(domain=domain, compress=True, random_state=0).fit(X)
+    assert forced._model[2][0].merged.size >= 9

@@ -39,12 +39,14 @@ _MD_RTOL = 1e-7
 class Measurement:
     """A noisy marginal: counts ``y`` over the columns ``clique`` (sorted).
 
-    ``std`` is the standard deviation of the Gaussian noise on each count.
+    ``std`` is the standard deviation of the Gaussian noise on each count: a
+    float, or an array of ``y``'s shape when cells differ (a merged cell of a
+    compressed domain carries the noise of every count merged into it).
     """
 
     clique: tuple
     y: np.ndarray
-    std: float
+    std: float | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -326,7 +328,7 @@ def _loss_and_gradient(tree, log_marginals, measurements, hosts, n_rows):
     for r, k in zip(measurements, hosts, strict=True):
         mu = _project(log_marginals[k], tree.cliques[k], r.clique)
         diff = n_rows * mu - r.y
-        loss += float(np.sum(diff**2)) / (2.0 * r.std**2)
+        loss += float(np.sum(diff**2 / (2.0 * r.std**2)))
         g = n_rows * diff / r.std**2
         grads[r.clique] = grads.get(r.clique, 0.0) + g
     return loss, grads
@@ -365,7 +367,7 @@ def mirror_descent(tree, measurements, n_rows, theta=None, *, max_iter=200):
     hosts = [tree.host(r.clique) for r in measurements]
     log_mu = calibrate(tree, clique_log_potentials(tree, theta))
     loss, grads = _loss_and_gradient(tree, log_mu, measurements, hosts, n_rows)
-    curvature = sum(n_rows**2 / r.std**2 for r in measurements)
+    curvature = sum(n_rows**2 / float(np.min(r.std)) ** 2 for r in measurements)
     eta = 1.0 / curvature
     for _ in range(max_iter):
         trial = {c: t - eta * grads.get(c, 0.0) for c, t in theta.items()}

@@ -18,7 +18,7 @@ from .._solvers._marginals import (
     sample_tree_model,
 )
 from .._solvers._pgm import sample_codes
-from .._solvers._synth_aim import fit_aim
+from .._solvers._synth_aim import expand_codes, fit_aim
 from ..accounting import GaussianEvent, account, calibrate_noise_multiplier
 from ..utils._sklearn import Interval, StrOptions, fit_context
 from ..utils._validation import default_delta, enable_progress
@@ -111,6 +111,17 @@ class DPSyntheticData(BaseEstimator):
         size of :meth:`sample` are estimated from the noisy 1-way marginals.
         (The default ``delta`` still reads ``n``, as in DPLogisticRegression;
         pass ``delta`` when ``n`` itself is secret.)
+    compress : bool or "auto", default="auto"
+        ``"aim"`` only: after the 1-way measurements, merge the levels of a
+        column whose noisy count is below 3 noise standard deviations (MST's
+        domain compression; free, see Notes). ``"auto"``: only under
+        ``neighbouring="add-remove"``. Measured on Adult (3 seeds, 2-way /
+        3-way TV): under add-remove it helps at small epsilon (0.048 / 0.094
+        against 0.050 / 0.098 at epsilon 0.3, 0.028 / 0.064 against 0.029 /
+        0.067 at 1); under replace-one, whose noise is ``sqrt(2)`` larger so
+        the threshold merges real levels, it hurts (0.061 / 0.112 against
+        0.058 / 0.106 at 0.3) though train-on-synthetic accuracy improves
+        (0.836 against 0.818).
     n_jobs : int or None, default=None
         Workers (joblib) counting the marginals of the ``"aim"`` rounds.
     random_state : int, RandomState instance or None, default=None
@@ -188,12 +199,17 @@ class DPSyntheticData(BaseEstimator):
     Everything after the measurements is post-processing, so :meth:`sample`
     costs nothing more however often it is called.
 
-    **Estimation** (``"aim"``). A Markov random field over the measured column
-    sets, triangulated into a junction tree; its potentials are fitted to all
-    noisy measurements by entropic mirror descent (McKenna, Sheldon and Miklau
-    2019), and records are sampled clique by clique along the tree with
-    counts rounded per conditioning value. Only clique tables are built, never
-    the joint histogram.
+    **Estimation** (``"aim"``). With ``compress``, after the 1-way
+    measurements the levels of a column whose noisy count is below 3 noise
+    standard deviations are merged into one level (when there are at least
+    two; MST's domain compression, post-processing); the rounds count and
+    measure on the merged levels, and a sampled merged level is drawn back
+    among its levels in proportion to their noisy counts. A Markov random
+    field over the measured column sets, triangulated into a junction tree;
+    its potentials are fitted to all noisy measurements by entropic mirror
+    descent (McKenna, Sheldon and Miklau 2019), and records are sampled
+    clique by clique along the tree with counts rounded per conditioning
+    value. Only clique tables are built, never the joint histogram.
 
     **Input handling.** Numeric values outside their range are clipped into
     it; undeclared categories are refused, or mapped to ``"other"`` with
@@ -243,6 +259,7 @@ class DPSyntheticData(BaseEstimator):
         "handle_unknown": [StrOptions({"error", "other"})],
         "infer_domain": [Interval(Real, 0, 1, closed="neither"), None],
         "neighbouring": [StrOptions({"replace-one", "add-remove"})],
+        "compress": ["boolean", StrOptions({"auto"})],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -262,6 +279,7 @@ class DPSyntheticData(BaseEstimator):
         handle_unknown="error",
         infer_domain=None,
         neighbouring="replace-one",
+        compress="auto",
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -277,6 +295,7 @@ class DPSyntheticData(BaseEstimator):
         self.handle_unknown = handle_unknown
         self.infer_domain = infer_domain
         self.neighbouring = neighbouring
+        self.compress = compress
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -348,6 +367,11 @@ class DPSyntheticData(BaseEstimator):
                     max_cells=self.max_cells,
                     n_jobs=self.n_jobs,
                     neighbouring=self.neighbouring,
+                    compress=(
+                        self.neighbouring == "add-remove"
+                        if self.compress == "auto"
+                        else bool(self.compress)
+                    ),
                 )
         model, selected, events, spent, z, total = fitted
         if spent.epsilon > self.epsilon * (1 + 1e-9):
@@ -407,8 +431,9 @@ class DPSyntheticData(BaseEstimator):
         if isinstance(self._model, TreeModel):
             codes = sample_tree_model(self._model, int(n), rng)
         else:
-            tree, log_marginals = self._model
+            tree, log_marginals, compression = self._model
             codes = sample_codes(tree, log_marginals, int(n), rng)
+            codes = expand_codes(codes, compression, rng)
         return rebuild_table(self.columns_, codes, rng, self._frame_info, self._dtype)
 
     def __sklearn_tags__(self):
@@ -535,6 +560,6 @@ def _fit_aim(codes, sizes, domain_events, epsilon, delta, rng, neighbouring, **o
     spent = account(
         domain_events + [GaussianEvent(z)], delta, neighbouring=neighbouring
     )
-    model = (result.tree, result.log_marginals)
+    model = (result.tree, result.log_marginals, result.compression)
     events = domain_events + result.events
     return model, result.selected, events, spent, z, result.n_rows
