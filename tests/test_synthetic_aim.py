@@ -217,29 +217,42 @@ def test_estimator_spend_is_the_calibrated_budget(epsilon):
     assert model.selected_ and all(set(s) <= set(domain) for s in model.selected_)
 
 
-def test_selection_score_sensitivity_brute_force():
-    """One replaced record moves a weighted L1 score by at most 2 max(w)."""
-    sizes = (2, 3, 2)
+SCORE_SIZES = (2, 3, 2)
+
+
+def _score_function(seed, total):
+    """Weighted L1 scores of the 2-way workload against a fixed released model.
+
+    Returns ``(scores, codes, weights)``: ``scores(data)`` is the score vector
+    of a 5-record data set's candidates with the model's counts
+    ``total * model`` (``total`` released, so fixed across neighbours).
+    """
     workload = workload_cliques(3, "2-way")
     candidates = _downward_closure(workload)
     weights = _weights(candidates, workload)
-    rng = np.random.default_rng(0)
-    codes = np.column_stack([rng.integers(s, size=5) for s in sizes])
-    model = {r: rng.random([sizes[v] for v in r]) for r in candidates}  # released
+    rng = np.random.default_rng(seed)
+    codes = np.column_stack([rng.integers(s, size=5) for s in SCORE_SIZES])
+    model = {r: rng.random([SCORE_SIZES[v] for v in r]) for r in candidates}
 
     def scores(data):
-        counts = count_marginals(data, sizes, candidates)
+        counts = count_marginals(data, SCORE_SIZES, candidates)
         return np.array(
             [
-                w * np.abs(counts[r] - 5 * model[r]).sum()
+                w * np.abs(counts[r] - total * model[r]).sum()
                 for r, w in zip(candidates, weights, strict=True)
             ]
         )
 
+    return scores, codes, weights
+
+
+def test_selection_score_sensitivity_brute_force():
+    """One replaced record moves a weighted L1 score by at most 2 max(w)."""
+    scores, codes, weights = _score_function(0, 5.0)
     base = scores(codes)
     worst = 0.0
     for row in range(codes.shape[0]):
-        for record in itertools.product(*(range(s) for s in sizes)):
+        for record in itertools.product(*(range(s) for s in SCORE_SIZES)):
             other = codes.copy()
             other[row] = record
             worst = max(worst, np.abs(scores(other) - base).max())
@@ -311,29 +324,13 @@ def test_verbose_logs_every_round(caplog):
 
 def test_add_remove_selection_score_sensitivity_brute_force():
     """One added or removed record moves a weighted L1 score by at most max(w)."""
-    sizes = (2, 3, 2)
-    workload = workload_cliques(3, "2-way")
-    candidates = _downward_closure(workload)
-    weights = _weights(candidates, workload)
-    rng = np.random.default_rng(1)
-    codes = np.column_stack([rng.integers(s, size=5) for s in sizes])
-    model = {r: rng.random([sizes[v] for v in r]) for r in candidates}  # released
-    total = 5.3  # the released estimate of the number of rows, fixed
-
-    def scores(data):
-        counts = count_marginals(data, sizes, candidates)
-        return np.array(
-            [
-                w * np.abs(counts[r] - total * model[r]).sum()
-                for r, w in zip(candidates, weights, strict=True)
-            ]
-        )
-
+    # The model's total is the released estimate of the number of rows, fixed.
+    scores, codes, weights = _score_function(1, 5.3)
     base = scores(codes)
     worst = 0.0
     for row in range(codes.shape[0]):
         worst = max(worst, np.abs(scores(np.delete(codes, row, 0)) - base).max())
-    for record in itertools.product(*(range(s) for s in sizes)):
+    for record in itertools.product(*(range(s) for s in SCORE_SIZES)):
         added = np.vstack([codes, record])
         worst = max(worst, np.abs(scores(added) - base).max())
     assert worst == pytest.approx(weights.max())
