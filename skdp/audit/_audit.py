@@ -122,7 +122,7 @@ class AuditResult:
         """
         try:
             import matplotlib.pyplot as plt
-        except ImportError as exc:  # pragma: no cover - depends on the env
+        except ImportError as exc:
             raise ImportError(
                 "AuditResult.plot needs matplotlib; install it with "
                 "`pip install matplotlib`."
