@@ -121,3 +121,19 @@ def test_synth_refuses_text_in_a_numeric_column(files, capsys):
     data.write_text("\n".join(lines) + "\n")
     assert main(["synth", str(data), "--domain", str(domain)]) == 2
     assert "'old' is not a number" in capsys.readouterr().err
+
+
+def test_synth_add_remove_reports_its_relation_and_estimated_size(files, capsys):
+    data, domain, tmp = files
+    out = tmp / "out.csv"
+    args = ["synth", str(data), "--domain", str(domain), "--epsilon", "2"]
+    args += ["--neighbouring", "add-remove", "--random-state", "0", "-o", str(out)]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "(add-remove)" in err
+    with open(out, newline="") as handle:
+        rows = list(csv.reader(handle))
+    # The size is a private estimate of the 300 rows, not the count itself.
+    assert abs(len(rows) - 1 - 300) < 60
+    assert main([*args[:4], "--neighbouring", "add-remove", "--method", "tree"]) == 2
+    assert "add-remove" in capsys.readouterr().err

@@ -104,6 +104,7 @@ def _run_synth(args):
         missing=args.missing,
         handle_unknown=args.handle_unknown,
         infer_domain=args.infer_domain,
+        neighbouring=args.neighbouring,
         n_jobs=args.n_jobs,
         random_state=args.random_state,
     ).fit(table)
@@ -175,6 +176,14 @@ def add_synth_parser(subparsers):
         choices=["error", "other"],
         default="error",
         help="undeclared categories: refuse them, or map them to 'other'",
+    )
+    p.add_argument(
+        "--neighbouring",
+        choices=["replace-one", "add-remove"],
+        default="replace-one",
+        help="the guarantee's relation: one row replaced (default) or one row "
+        "added or removed (aim only; the row count is then private and the "
+        "output's default size is its estimate)",
     )
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--n-samples", type=positive(int), default=None)
