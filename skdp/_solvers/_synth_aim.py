@@ -439,12 +439,15 @@ def fit_aim(
             tree, measurements, n_rows, theta, max_iter=iters
         )
         change = np.abs(n_rows * marginal(tree, log_mu, r) - before).sum()
+        # Logged: released quantities only. The error estimate is the L1 gap
+        # between the noisy measurement and the model before it (the exact
+        # scores read the data and are never shown).
         logger.info(
-            "round %d: measured %s (score %.1f), model change %.1f, "
-            "budget left %.3g of %.3g",
+            "round %d: measured %s (noisy L1 error before %.1f), model change "
+            "%.1f, budget left %.3g of %.3g",
             len(selected),
             r,
-            scores.max(),
+            float(np.abs(y - before).sum()),
             change,
             0.0 if last else budget.rho - budget.used,
             budget.rho,

@@ -127,7 +127,9 @@ class DPSyntheticData(BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the fit and, through a seed drawn at fit time, :meth:`sample`.
     verbose : int, default=0
-        Log each round (marginal chosen, model change, budget left).
+        Log each round (marginal chosen, its noisy L1 error under the model
+        before the round, model change, budget left): released quantities
+        only, never the exact selection scores.
 
     Attributes
     ----------
