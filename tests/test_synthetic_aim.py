@@ -503,7 +503,7 @@ def test_compress_auto_follows_the_relation():
             domain=domain, neighbouring=relation, random_state=0
         ).fit(X)
         merged[relation] = model._model[2][0].merged.size
-    assert merged == {"replace-one": 0, "add-remove": merged["add-remove"]}
+    assert merged["replace-one"] == 0
     assert merged["add-remove"] >= 9
     forced = DPSyntheticData(domain=domain, compress=True, random_state=0).fit(X)
     assert forced._model[2][0].merged.size >= 9

@@ -385,8 +385,7 @@ def fit_aim(
     measurements = [
         Measurement(
             (j,),
-            np.bincount(codes[:, j], minlength=sizes[j])
-            + std * rng.standard_normal(sizes[j]),
+            count_table(codes, (j,), sizes) + std * rng.standard_normal(sizes[j]),
             std,
         )
         for j in range(n_columns)
@@ -400,8 +399,11 @@ def fit_aim(
         _compressed_measurement(j, m, c)
         for j, (m, c) in enumerate(zip(measurements, compression, strict=True))
     ]
-    codes = np.column_stack([c.mapping[codes[:, j]] for j, c in enumerate(compression)])
-    sizes = tuple(c.n_levels for c in compression)
+    if any(c.merged.size for c in compression):
+        codes = np.column_stack(
+            [c.mapping[codes[:, j]] for j, c in enumerate(compression)]
+        )
+        sizes = tuple(c.n_levels for c in compression)
     counts = count_marginals(codes, sizes, candidates, n_jobs)
     events = [GaussianEvent(z, count=n_columns)]
     budget.used = n_columns / (2.0 * z**2)
