@@ -3,6 +3,7 @@
 import gzip
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from sklearn.utils import Bunch
 
 import skdp.datasets
 from skdp.datasets import (
+    ADULT_NUMERIC_BINS,
     ADULT_SCHEMA,
     _adult,
     adult_design_matrix,
@@ -353,6 +355,40 @@ def test_design_matrix_is_per_record(adult, design):
     rows = np.array([5, 0, 48_841, 17])
     np.testing.assert_array_equal(adult_design_matrix(adult.data[rows]), design[rows])
     assert adult_design_matrix(adult.data[:0]).shape == (0, N_COLUMNS)
+
+
+def test_binned_design_matrix(adult, design):
+    """bins=True appends one-hot public bins that agree with the raw values."""
+    binned = adult_design_matrix(adult.data, bins=True)
+    names = np.array(adult_feature_names(bins=True))
+    assert binned.shape == (48_842, 144) == (48_842, names.size)
+    assert len(set(names.tolist())) == names.size
+    np.testing.assert_array_equal(binned[:, :N_COLUMNS], design)
+    assert np.sqrt((binned**2).sum(axis=1)).max() <= math.sqrt(8 + 6 + 4)
+    for name, edges in ADULT_NUMERIC_BINS.items():
+        low, high = ADULT_SCHEMA[name]
+        assert edges[0] == low and edges[-1] == high + 1  # bins cover the domain
+        block = binned[:, np.char.startswith(names, name + "=[")]
+        assert block.shape[1] == len(edges) - 1
+        np.testing.assert_array_equal(block.sum(axis=1), 1.0)
+        values = adult.data[:, FEATURES.index(name)].astype(np.int64)
+        k = block.argmax(axis=1)
+        lows, highs = np.asarray(edges)[k], np.asarray(edges)[k + 1]
+        assert ((lows <= values) & (values < highs)).all()
+
+
+def test_binned_design_matrix_is_per_record(adult):
+    """Bins depend on each record only; out-of-range values land in end bins."""
+    rows = np.array([3, 48_841, 0])
+    full = adult_design_matrix(adult.data, bins=True)
+    np.testing.assert_array_equal(
+        adult_design_matrix(adult.data[rows], bins=True), full[rows]
+    )
+    X = adult.data[:1].copy()
+    X[0, FEATURES.index("age")] = 200
+    names = adult_feature_names(bins=True)
+    row = dict(zip(names, adult_design_matrix(X, bins=True)[0], strict=True))
+    assert row["age=[70,91)"] == 1.0 and row["age"] == 1.0
 
 
 def test_numeric_clipping(adult):
