@@ -65,6 +65,29 @@ CONFIGS = {
         "lr_mult": 4.0,
         "clip_mult": 0.25,
     },
+    # Candidates from benchmarks/sweep_logistic.py (least total regret over
+    # adult_bins, breast_cancer and digits at every epsilon, 3 seeds).
+    "sweep-a": {
+        "batch_sampling": "poisson",
+        "batch_size": 256,
+        "epochs": 30,
+        "lr_mult": 64.0,
+        "clip_mult": 0.05,
+    },
+    "sweep-b": {
+        "batch_sampling": "poisson",
+        "batch_size": 256,
+        "epochs": 30,
+        "lr_mult": 4.0,
+        "clip_mult": 0.25,
+    },
+    "sweep-c": {
+        "batch_sampling": "poisson",
+        "batch_size": 256,
+        "epochs": 30,
+        "lr_mult": 16.0,
+        "clip_mult": 0.25,
+    },
     # Best found on Adult at eps=0.1 (worse elsewhere: small data sets).
     "adult-low-eps": {
         "batch_sampling": "poisson",
