@@ -16,6 +16,7 @@ from skdp._solvers._pgm import (
     sample_codes,
 )
 from skdp._solvers._synth_aim import (
+    SMOOTH_BINS,
     _compressed_measurement,
     _downward_closure,
     _weights,
@@ -421,7 +422,11 @@ def test_compress_column_merges_only_two_or_more_rare_levels():
     # Below 3 std = 6: levels 1, 2, 4, 5 merge into the last compressed level.
     np.testing.assert_array_equal(comp.mapping, [0, 2, 2, 1, 2, 2])
     np.testing.assert_array_equal(comp.merged, [1, 2, 4, 5])
-    np.testing.assert_allclose(comp.weights, np.array([3.0, 0.0, 5.9, 0.5]) / 9.4)
+    # Categorical: shrunk toward the mean by the James-Stein factor, clipped.
+    noisy = np.array([3.0, -1.0, 5.9, 0.5])
+    factor = 1.0 - std**2 / noisy.var()
+    shrunk = np.clip(noisy.mean() + factor * (noisy - noisy.mean()), 0.0, None)
+    np.testing.assert_allclose(comp.weights, shrunk / shrunk.sum())
     assert comp.n_levels == 3
     one_rare = compress_column(np.array([50.0, 1.0, 40.0]), std, 3.0)
     np.testing.assert_array_equal(one_rare.mapping, [0, 1, 2])
@@ -430,6 +435,44 @@ def test_compress_column_merges_only_two_or_more_rare_levels():
     assert all_rare.merged.size == 0
     all_negative = compress_column(np.array([30.0, -2.0, -1.0]), std, 3.0)
     np.testing.assert_allclose(all_negative.weights, [0.5, 0.5])
+
+
+def test_expansion_weights_shrink_noise_to_uniform_and_smooth_ordered_bins():
+    # Spread within the noise: a categorical column's merged levels come out
+    # uniform, not in proportion to the noise.
+    comp = compress_column(np.array([500.0, 4.0, -3.0, 2.0, 9.0]), 10.0, 3.0)
+    np.testing.assert_allclose(comp.weights, np.full(4, 0.25))
+    # Ordered bins: the same counts averaged over neighbouring bins.
+    noisy = np.array([500.0, 30.0, 0.0, 30.0, 0.0])
+    comp = compress_column(noisy, 20.0, 3.0, ordered=5)
+    x = np.arange(1.0, 5.0)
+    kernel = np.exp(-0.5 * np.square((x[:, None] - x[None, :]) / SMOOTH_BINS))
+    smooth = kernel @ noisy[1:] / kernel.sum(axis=1)
+    np.testing.assert_allclose(comp.weights, smooth / smooth.sum())
+    # Only the first ``ordered`` levels are bins (a trailing missing level is not).
+    comp = compress_column(np.array([500.0, 30.0, 0.0, 30.0, 0.0]), 20.0, 3.0, 4)
+    assert comp.weights[-1] == pytest.approx(0.0)
+
+
+def test_expansion_weights_estimate_a_smooth_tail_better_than_clipping():
+    # A decaying tail of 12 numeric bins measured with noise of the order of
+    # its counts: smoothing (ordered) must beat the clipped noisy counts on
+    # average over noise draws, in total variation to the true proportions.
+    true = 400.0 * np.exp(-np.arange(12) / 4.0)
+    std = 60.0
+    rng = np.random.default_rng(0)
+    gains = []
+    for _ in range(200):
+        noisy = np.concatenate([[1e5], true + std * rng.standard_normal(12)])
+        comp = compress_column(noisy, std, 1e3, ordered=13)
+        assert comp.merged.size == 12
+        clipped = np.clip(noisy[1:], 0.0, None)
+        clipped = clipped / clipped.sum()
+        target = true / true.sum()
+        gains.append(
+            np.abs(clipped - target).sum() - np.abs(comp.weights - target).sum()
+        )
+    assert np.mean(gains) > 0.02
 
 
 def test_compressed_measurement_sums_counts_and_variances():
@@ -442,15 +485,17 @@ def test_compressed_measurement_sums_counts_and_variances():
 
 
 def test_expand_codes_inverts_the_mapping_and_draws_merged_levels():
-    comp = compress_column(np.array([50.0, 3.0, 9.0, 40.0]), 4.0, 3.0)
-    # Levels 1 and 2 (counts 3 and 9 < 12) merge into compressed level 2.
+    comp = compress_column(np.array([50.0, 3.0, 9.0, 40.0]), 1.0, 20.0)
+    # Levels 1 and 2 (counts 3 and 9 < 20) merge into compressed level 2.
     codes = np.array([[0], [1], [2]] * 4000)
     out = expand_codes(codes, [comp], np.random.default_rng(0))
     assert np.all(out[codes[:, 0] == 0, 0] == 0)
     assert np.all(out[codes[:, 0] == 1, 0] == 3)
     drawn = out[codes[:, 0] == 2, 0]
     assert set(np.unique(drawn)) == {1, 2}
-    assert np.mean(drawn == 2) == pytest.approx(9.0 / 12.0, abs=0.03)
+    # Shrunk toward the mean 6 by 1 - 1 / 9: 8.67 / 12.
+    assert comp.weights[1] == pytest.approx((6.0 + 3.0 * 8.0 / 9.0) / 12.0)
+    assert np.mean(drawn == 2) == pytest.approx(comp.weights[1], abs=0.03)
 
 
 def test_mirror_descent_fits_measurements_with_per_cell_noise():

@@ -324,9 +324,15 @@ def _loss_and_gradient(tree, log_marginals, measurements, hosts, n_rows):
     log-likelihood of the measurements (McKenna et al. 2019, Section 3). The
     gradient is taken with respect to each measured clique's probabilities.
     """
-    loss, grads = 0.0, {}
+    loss, grads, probs, projected = 0.0, {}, {}, {}
     for r, k in zip(measurements, hosts, strict=True):
-        mu = _project(log_marginals[k], tree.cliques[k], r.clique)
+        mu = projected.get(r.clique)
+        if mu is None:  # one exp per host clique, one sum per measured clique
+            if k not in probs:
+                probs[k] = np.exp(log_marginals[k])
+            axes = _reduce_axes(tree.cliques[k], r.clique)
+            mu = probs[k].sum(axis=axes) if axes else probs[k]
+            projected[r.clique] = mu
         diff = n_rows * mu - r.y
         loss += float(np.sum(diff**2 / (2.0 * r.std**2)))
         g = n_rows * diff / r.std**2

@@ -369,6 +369,9 @@ class DPSyntheticData(BaseEstimator):
                     max_cells=self.max_cells,
                     n_jobs=self.n_jobs,
                     neighbouring=self.neighbouring,
+                    ordered=[
+                        spec.n_values if spec.edges is not None else 0 for spec in specs
+                    ],
                     compress=(
                         self.neighbouring == "add-remove"
                         if self.compress == "auto"
