@@ -157,11 +157,18 @@ def estimator_params(config, row_norm, n_classes):
     return params
 
 
-def evaluate(data, config, epsilon, seeds, neighbouring="replace-one"):
-    """Mean test accuracy and mean seconds per fit over ``seeds`` seeds."""
+def evaluate(data, config, epsilon, seeds, neighbouring="replace-one", delta=None):
+    """Mean test accuracy and mean seconds per fit over ``seeds`` seeds.
+
+    ``delta``: None for the estimator's default ``min(1e-5, n^-1.1)``, or
+    ``"n^-1.1"`` for the incumbents' convention (much larger on small data:
+    3.6e-4 on digits, 1.3e-3 on breast_cancer).
+    """
     X_train, X_test, y_train, y_test, row_norm = data
     params = estimator_params(config, row_norm, np.unique(y_train).size)
     params.setdefault("neighbouring", neighbouring)
+    if delta == "n^-1.1":
+        params["delta"] = float(X_train.shape[0]) ** -1.1
     scores, seconds = [], []
     for seed in range(seeds):
         model = DPLogisticRegression(
@@ -220,13 +227,19 @@ def main(argv=None):
         choices=["replace-one", "add-remove"],
         help="relation of every fit (the incumbents report add-remove)",
     )
+    parser.add_argument(
+        "--incumbent-delta",
+        action="store_true",
+        help="delta = n^-1.1, the incumbents' convention, instead of the default",
+    )
     args = parser.parse_args(argv)
+    delta = "n^-1.1" if args.incumbent_delta else None
     epsilons = args.epsilons or ((0.1, 1.0) if args.quick else EPSILONS)
     seeds = args.seeds or (2 if args.quick else 5)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
 
     print(
-        f"seeds={seeds}; neighbouring={args.neighbouring}; "
+        f"seeds={seeds}; neighbouring={args.neighbouring}; delta={delta or 'default'}; "
         f"defaults: {DPLogisticRegression().get_params()}\n"
     )
     results = {name: {} for name in args.configs}
@@ -240,7 +253,7 @@ def main(argv=None):
             times = []
             for epsilon in epsilons:
                 mean, std, seconds = evaluate(
-                    data, CONFIGS[name], epsilon, seeds, args.neighbouring
+                    data, CONFIGS[name], epsilon, seeds, args.neighbouring, delta
                 )
                 row[epsilon] = mean
                 times.append(seconds)

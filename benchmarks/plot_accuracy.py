@@ -5,7 +5,9 @@ measurements, never drawn by hand:
 
 - **skdp**: ``DPLogisticRegression`` with its default settings, measured here
   with the code of ``benchmarks/bench_logistic.py`` (same data sets, splits,
-  public row-norm bounds and seeds ``0 .. seeds-1``), mean test accuracy.
+  public row-norm bounds and seeds ``0 .. seeds-1``), mean test accuracy,
+  under the default replace-one relation and under add/remove (the relation
+  the incumbents report).
 - **non-private**: scikit-learn's ``LogisticRegression()`` on the same
   features, measured here.
 - **incumbent**: the best incumbent (Poisson DP-SGD tuned per data set) as
@@ -40,6 +42,7 @@ PNG = IMAGES / "accuracy_vs_epsilon.png"
 CSV = IMAGES / "accuracy_vs_epsilon.csv"
 
 SKDP = "skdp DPLogisticRegression, defaults (measured)"
+SKDP_AR = "skdp DPLogisticRegression, defaults, add/remove (measured)"
 NON_PRIVATE = "non-private LogisticRegression (measured)"
 INCUMBENT = "best incumbent, tuned per data set (quoted from issue 6, not measured)"
 FIELDS = ("dataset", "series", "epsilon", "accuracy", "std", "seeds")
@@ -57,15 +60,18 @@ def measure(seeds, datasets):
         data = bench.load(dataset)
         reference = bench.non_private(data)
         rows.append((dataset, NON_PRIVATE, "", f"{reference:.4f}", "", 1))
-        for epsilon in bench.EPSILONS:
-            start = time.process_time()
-            mean, std, _ = bench.evaluate(data, {}, epsilon, seeds)
-            print(
-                f"{dataset:14s} eps={epsilon:<4g} acc={mean:.4f} +- {std:.4f} "
-                f"({time.process_time() - start:.1f} s CPU)",
-                flush=True,
-            )
-            rows.append((dataset, SKDP, epsilon, f"{mean:.4f}", f"{std:.4f}", seeds))
+        for series, relation in ((SKDP, "replace-one"), (SKDP_AR, "add-remove")):
+            for epsilon in bench.EPSILONS:
+                start = time.process_time()
+                mean, std, _ = bench.evaluate(data, {}, epsilon, seeds, relation)
+                print(
+                    f"{dataset:14s} {relation:11s} eps={epsilon:<4g} acc={mean:.4f} "
+                    f"+- {std:.4f} ({time.process_time() - start:.1f} s CPU)",
+                    flush=True,
+                )
+                rows.append(
+                    (dataset, series, epsilon, f"{mean:.4f}", f"{std:.4f}", seeds)
+                )
         for epsilon, value in bench.INCUMBENT.get(dataset, {}).items():
             rows.append((dataset, INCUMBENT, epsilon, f"{value:.3f}", "", ""))
     return rows
@@ -96,11 +102,15 @@ def draw(records, path):
     fig, axes = plt.subplots(
         1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False
     )
-    styles = {SKDP: dict(marker="o", color="C0"), INCUMBENT: dict(marker="s", ls=":")}
+    styles = {
+        SKDP: dict(marker="o", color="C0", label="skdp (defaults, replace-one)"),
+        SKDP_AR: dict(marker="^", color="C2", label="skdp (defaults, add/remove)"),
+        INCUMBENT: dict(marker="s", ls=":", color="C1", label="incumbent (quoted)"),
+    }
     for ax, dataset in zip(axes[0], datasets, strict=True):
         mine = [r for r in records if r["dataset"] == dataset]
         ticks = set()
-        for series in (SKDP, INCUMBENT):
+        for series in (SKDP, SKDP_AR, INCUMBENT):
             points = sorted(
                 (float(r["epsilon"]), float(r["accuracy"]))
                 for r in mine
@@ -109,15 +119,7 @@ def draw(records, path):
             if points:
                 eps, acc = zip(*points, strict=True)
                 ticks.update(eps)
-                label = "skdp (defaults)" if series == SKDP else "incumbent (quoted)"
-                ax.plot(
-                    eps,
-                    acc,
-                    label=label,
-                    color=styles[series].get("color", "C1"),
-                    marker=styles[series]["marker"],
-                    ls=styles[series].get("ls"),
-                )
+                ax.plot(eps, acc, **styles[series])
         for r in mine:
             if r["series"] == NON_PRIVATE:
                 ax.axhline(
@@ -146,7 +148,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument(
-        "--datasets", nargs="+", default=["adult", "breast_cancer", "digits"]
+        "--datasets",
+        nargs="+",
+        default=["adult", "adult_bins", "breast_cancer", "digits"],
     )
     parser.add_argument(
         "--from-csv", action="store_true", help=f"redraw from {CSV.name}"

@@ -30,12 +30,18 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=BATCH_SIZES)
+    parser.add_argument("--epochs", nargs="+", type=int, default=EPOCHS)
+    parser.add_argument("--lr-mults", nargs="+", type=float, default=LR_MULTS)
+    parser.add_argument("--clip-mults", nargs="+", type=float, default=CLIP_MULTS)
     parser.add_argument(
         "--neighbouring", default="replace-one", choices=["replace-one", "add-remove"]
     )
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
-    grid = list(itertools.product(BATCH_SIZES, EPOCHS, LR_MULTS, CLIP_MULTS))
+    grid = list(
+        itertools.product(args.batch_sizes, args.epochs, args.lr_mults, args.clip_mults)
+    )
     print("dataset,epsilon,batch_size,epochs,lr_mult,clip_mult,accuracy", flush=True)
     best = {}
     for dataset in args.datasets:

@@ -195,11 +195,11 @@ def test_accuracy_picture_redraws_from_its_csv(tmp_path):
     spec.loader.exec_module(module)
     records = module.read_csv(module.CSV)
     series = {r["series"] for r in records}
-    assert series == {module.SKDP, module.NON_PRIVATE, module.INCUMBENT}
+    assert series == {module.SKDP, module.SKDP_AR, module.NON_PRIVATE, module.INCUMBENT}
     assert "quoted" in module.INCUMBENT and "not measured" in module.INCUMBENT
     for r in records:
         assert 0.0 < float(r["accuracy"]) <= 1.0
-        if r["series"] == module.SKDP:
+        if r["series"] in (module.SKDP, module.SKDP_AR):
             assert int(r["seeds"]) >= 5
     out = tmp_path / "accuracy.png"
     module.main(["--from-csv", "--png", str(out)])
