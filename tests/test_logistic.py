@@ -99,6 +99,32 @@ def test_privacy_plan_without_data_equals_fit():
     assert not hasattr(DPLogisticRegression(), "privacy_spent_")
 
 
+@pytest.mark.parametrize(
+    ("sampling", "epsilon", "epochs"),
+    [
+        ("poisson", 0.5, 30),
+        ("poisson", 2.0, 30),
+        ("poisson", 4.0, 60),
+        ("poisson", 100.0, 120),
+        ("poisson", None, 30),
+        ("shuffle", 8.0, 10),
+        ("cyclic", 0.5, 10),
+    ],
+)
+def test_auto_epochs_depend_on_sampler_and_target_only(sampling, epsilon, epochs):
+    X, y = binary_data()
+    est = DPLogisticRegression(
+        epsilon=epsilon,
+        noise_multiplier=None if epsilon else 2.0,
+        batch_sampling=sampling,
+        batch_size=100,
+        random_state=0,
+    )
+    est.fit(X, y)
+    assert est.n_iter_ == epochs * -(-len(y) // 100)
+    assert est.privacy_plan(len(y))[1] == est.privacy_spent_
+
+
 def test_fixed_noise_multiplier_reports_its_spend():
     X, y = binary_data()
     est = DPLogisticRegression(epsilon=None, noise_multiplier=3.0, batch_size=100)

@@ -85,9 +85,11 @@ class DPLogisticRegression(
     batch_size : int, default=256
         Batch size (expected size for Poisson); capped at ``n``.
     epochs : int or "auto", default="auto"
-        Passes over the data. ``"auto"``: 30 for Poisson batches, 10 for
-        cyclic and shuffled batches (whose last-iterate bound grows with
-        every pass; measured in docs/benchmarks.md).
+        Passes over the data. ``"auto"``: for Poisson batches 30, or
+        ``15 * epsilon`` (at most 120) when that is more (a larger budget buys
+        more steps at the same noise); 10 for cyclic and shuffled batches
+        (whose last-iterate bound grows with every pass). Measured in
+        docs/benchmarks.md.
     learning_rate : float or "auto", default="auto"
         ``"auto"``: ``1 / (beta + alpha)`` with ``beta`` the smoothness of the
         loss on rows of norm ``row_norm`` (every step non-expansive) for cyclic
@@ -255,6 +257,7 @@ class DPLogisticRegression(
             clip_norm=self.max_grad_norm,
             projection_radius=self.projection_radius,
             tail_fraction=self.tail_fraction,
+            epsilon=self.epsilon,
         )
 
     def privacy_plan(self, n_samples, n_classes=2):
