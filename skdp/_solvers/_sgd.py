@@ -33,6 +33,8 @@ logger = logging.getLogger("skdp")
 # (nearly every per-example gradient is scaled to the clip norm: normalised
 # DP-SGD), takes steps 64 times larger to match, and averages the last half.
 _AUTO_LR_FACTOR = {"cyclic": 1.0, "shuffle": 1.0, "poisson": 64.0}
+_AUTO_CLIP_FACTOR = {"cyclic": 1.0, "shuffle": 1.0, "poisson": 0.05}
+_AUTO_TAIL_FRACTION = {"cyclic": 0.0, "shuffle": 0.0, "poisson": 0.5}
 # Epochs: every epoch of a cyclic or shuffled run touches the record once more
 # under the last-iterate bound, whose contraction is weak at small l2, so few
 # epochs win there (Adult, eps 2: 10 epochs 0.839, 20 0.833, 30 0.818 with a
@@ -42,8 +44,6 @@ _AUTO_LR_FACTOR = {"cyclic": 1.0, "shuffle": 1.0, "poisson": 64.0}
 _AUTO_EPOCHS = {"cyclic": 10, "shuffle": 10, "poisson": 30}
 _AUTO_EPOCHS_PER_EPSILON = 15
 _AUTO_EPOCHS_MAX = 120
-_AUTO_CLIP_FACTOR = {"cyclic": 1.0, "shuffle": 1.0, "poisson": 0.05}
-_AUTO_TAIL_FRACTION = {"cyclic": 0.0, "shuffle": 0.0, "poisson": 0.5}
 
 
 @dataclass(frozen=True)
@@ -220,8 +220,8 @@ def make_plan(
     ``2 / (smoothness + l2)`` that keeps each step non-expansive,
     ``clip_norm="auto"`` is the gradient bound (clipping never active) and
     ``tail_fraction="auto"`` is 0 (last iterate): the last-iterate bound
-    applies. With Poisson batches the "auto" values are
-    64 times that step, 5% of the bound and the last half of the steps.
+    applies. With Poisson batches the "auto" values are 64 times that step, 5%
+    of the bound and the last half of the steps.
     """
     gradient_bound, smoothness = logistic_constants(row_norm, n_classes)
     if epochs == "auto":
