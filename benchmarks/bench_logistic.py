@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 
 from skdp.accounting import logistic_constants
@@ -158,7 +159,9 @@ def estimator_params(config, row_norm, n_classes):
 
 
 def evaluate(data, config, epsilon, seeds, neighbouring="replace-one", delta=None):
-    """Mean test accuracy and mean seconds per fit over ``seeds`` seeds.
+    """Mean and std of test accuracy, seconds per fit and test log-loss.
+
+    Over ``seeds`` seeds.
 
     ``delta``: None for the estimator's default ``min(1e-5, n^-1.1)``, or
     ``"n^-1.1"`` for the incumbents' convention (much larger on small data:
@@ -169,7 +172,7 @@ def evaluate(data, config, epsilon, seeds, neighbouring="replace-one", delta=Non
     params.setdefault("neighbouring", neighbouring)
     if delta == "n^-1.1":
         params["delta"] = float(X_train.shape[0]) ** -1.1
-    scores, seconds = [], []
+    scores, seconds, losses = [], [], []
     for seed in range(seeds):
         model = DPLogisticRegression(
             epsilon=epsilon, row_norm=row_norm, random_state=seed, **params
@@ -180,13 +183,24 @@ def evaluate(data, config, epsilon, seeds, neighbouring="replace-one", delta=Non
         if model.privacy_spent_.epsilon > epsilon * (1 + 1e-9):
             raise RuntimeError("spent more than the target epsilon")
         scores.append(model.score(X_test, y_test))
-    return float(np.mean(scores)), float(np.std(scores)), float(np.mean(seconds))
+        proba = model.predict_proba(X_test)
+        losses.append(log_loss(y_test, proba, labels=model.classes_))
+    return (
+        float(np.mean(scores)),
+        float(np.std(scores)),
+        float(np.mean(seconds)),
+        float(np.mean(losses)),
+    )
 
 
-def non_private(data):
+def non_private(data, with_log_loss=False):
+    """Test accuracy (and log-loss) of scikit-learn's LogisticRegression()."""
     X_train, X_test, y_train, y_test, _ = data
     model = LogisticRegression(max_iter=5000).fit(X_train, y_train)
-    return float(model.score(X_test, y_test))
+    accuracy = float(model.score(X_test, y_test))
+    if not with_log_loss:
+        return accuracy
+    return accuracy, float(log_loss(y_test, model.predict_proba(X_test)))
 
 
 def markdown_table(title, rows, epsilons, extra):
@@ -247,19 +261,22 @@ def main(argv=None):
     reference = {}
     for dataset in args.datasets:
         data = load(dataset)
-        reference[dataset] = {"non-private": non_private(data)}
+        accuracy, loss = non_private(data, with_log_loss=True)
+        reference[dataset] = {"non-private": accuracy}
+        print(f"{dataset:14s} non-private acc={accuracy:.4f}  log-loss={loss:.4f}")
         for name in args.configs:
             row = results[name].setdefault(dataset, {})
             times = []
             for epsilon in epsilons:
-                mean, std, seconds = evaluate(
+                mean, std, seconds, loss = evaluate(
                     data, CONFIGS[name], epsilon, seeds, args.neighbouring, delta
                 )
                 row[epsilon] = mean
                 times.append(seconds)
                 print(
                     f"{dataset:14s} {name:24s} eps={epsilon:<4g} "
-                    f"acc={mean:.4f} +- {std:.4f}  {seconds:.2f} s/fit",
+                    f"acc={mean:.4f} +- {std:.4f}  log-loss={loss:.4f}  "
+                    f"{seconds:.2f} s/fit",
                     flush=True,
                 )
             row["non-private"] = reference[dataset]["non-private"]

@@ -63,7 +63,7 @@ def measure(seeds, datasets):
         for series, relation in ((SKDP, "replace-one"), (SKDP_AR, "add-remove")):
             for epsilon in bench.EPSILONS:
                 start = time.process_time()
-                mean, std, _ = bench.evaluate(data, {}, epsilon, seeds, relation)
+                mean, std, _, _ = bench.evaluate(data, {}, epsilon, seeds, relation)
                 print(
                     f"{dataset:14s} {relation:11s} eps={epsilon:<4g} acc={mean:.4f} "
                     f"+- {std:.4f} ({time.process_time() - start:.1f} s CPU)",

@@ -55,7 +55,7 @@ def main(argv=None):
                     "lr_mult": lr_mult,
                     "clip_mult": clip_mult,
                 }
-                mean, _, _ = evaluate(
+                mean, _, _, _ = evaluate(
                     data, config, epsilon, args.seeds, args.neighbouring
                 )
                 print(
