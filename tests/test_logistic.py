@@ -3,14 +3,22 @@ import pickle
 
 import numpy as np
 import pytest
+from scipy.special import expit
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+from sklearn.metrics import log_loss
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdp.accounting import account
+from skdp._solvers._sgd import (
+    _temperature_derivatives,
+    fit_temperature,
+    make_plan,
+    temperature_bound,
+)
+from skdp.accounting import GaussianEvent, account
 from skdp.linear_model import DPLogisticRegression
 
 WEIGHT_REASON = (
@@ -70,21 +78,29 @@ def test_spend_meets_target_and_names_the_sampler_run(sampling, bound, solver, e
 def test_last_iterate_bound_used_when_enforced_and_not_when_clipping_active():
     X, y = binary_data()
     auto = DPLogisticRegression(batch_sampling="cyclic", random_state=0).fit(X, y)
-    assert auto.privacy_spent_.bound == "cyclic-last-iterate"
+    assert (
+        auto.privacy_spent_.bound == "cyclic-last-iterate + gaussian"
+    )  # + temperature
     clipped = DPLogisticRegression(
         batch_sampling="cyclic", max_grad_norm=0.1, random_state=0
     ).fit(X, y)
-    assert clipped.privacy_spent_.bound == "cyclic-composition"
+    assert (
+        clipped.privacy_spent_.bound == "cyclic-composition + gaussian"
+    )  # + temperature
 
 
 def test_averaging_forfeits_the_last_iterate_bound():
     X, y = binary_data()
     last = DPLogisticRegression(batch_sampling="shuffle", random_state=0).fit(X, y)
-    assert last.privacy_spent_.bound == "shuffled-last-iterate"
+    assert (
+        last.privacy_spent_.bound == "shuffled-last-iterate + gaussian"
+    )  # + temperature
     averaged = DPLogisticRegression(
         batch_sampling="shuffle", tail_fraction=0.5, random_state=0
     ).fit(X, y)
-    assert averaged.privacy_spent_.bound == "shuffled-composition"
+    assert (
+        averaged.privacy_spent_.bound == "shuffled-composition + gaussian"
+    )  # + temperature
     # Same target, so the averaged run needed more noise.
     assert averaged.noise_multiplier_ > last.noise_multiplier_
 
@@ -316,3 +332,102 @@ def test_clipped_gradient_sum_matches_per_example_loop(n_classes, fit_intercept)
         g = weights[i] * np.outer(x, p - Yb[i])
         expected += g * min(1.0, clip / np.linalg.norm(g))
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+# --- temperature (calibration_share) ------------------------------------------
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 10])
+def test_temperature_row_contribution_within_its_bound(n_classes):
+    """One row's derivative vector never exceeds temperature_bound (privacy)."""
+    rng = np.random.default_rng(0)
+    n_out = 1 if n_classes == 2 else n_classes
+    bound = temperature_bound(n_classes)
+    largest = 0.0
+    for _ in range(300):
+        d = 4
+        W = rng.normal(0.0, rng.choice([0.1, 3.0, 100.0]), size=(d + 1, n_out))
+        x = rng.normal(size=(1, d))
+        code = np.array([rng.integers(n_classes)])
+        v = _temperature_derivatives(x, code, W, row_norm=5.0, fit_intercept=True)
+        # The sum over one row is that row's contribution.
+        largest = max(largest, np.linalg.norm(v))
+        assert np.linalg.norm(v) <= bound * (1 + 1e-12)
+    assert largest > 0.3 * bound  # the bound is not vacuous
+
+
+def test_temperature_budget_share_and_plan_equal_fit():
+    X, y = binary_data()
+    est = DPLogisticRegression(epsilon=1.0, calibration_share=0.2, random_state=0)
+    z, spent, delta = est.privacy_plan(len(y))
+    est.fit(X, y)
+    assert spent == est.privacy_spent_ and spent.epsilon <= 1.0
+    plan = est._plan(len(y), 2, delta)
+    gaussian = [e for e in plan.events(z) if isinstance(e, GaussianEvent)]
+    assert len(gaussian) == 1
+    assert account(gaussian, delta).epsilon <= 0.2 * (1 + 1e-9)
+    none = DPLogisticRegression(epsilon=1.0, calibration_share=0.0)
+    assert none.privacy_plan(len(y))[0] < z  # the share is paid by training noise
+
+
+def test_temperature_needs_a_target_epsilon():
+    X, y = binary_data()
+    est = DPLogisticRegression(
+        epsilon=None, noise_multiplier=2.0, calibration_share=0.1
+    )
+    with pytest.raises(ValueError, match="calibration_share needs a target epsilon"):
+        est.fit(X, y)
+    assert not hasattr(est, "coef_")
+    auto = DPLogisticRegression(epsilon=None, noise_multiplier=2.0).fit(X, y)
+    assert "+ gaussian" not in auto.privacy_spent_.bound
+
+
+def test_temperature_improves_log_loss_on_noisy_labels():
+    rng = np.random.default_rng(3)
+    n, d = 20_000, 5
+    X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
+    y = (rng.random(n) < expit(3.0 * X.sum(axis=1))).astype(int)
+    X_test = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
+    y_test = (rng.random(n) < expit(3.0 * X_test.sum(axis=1))).astype(int)
+    losses = {}
+    for share in (0.0, 0.1):
+        est = DPLogisticRegression(epsilon=1.0, calibration_share=share, random_state=0)
+        est.fit(X, y)
+        losses[share] = log_loss(y_test, est.predict_proba(X_test))
+    assert losses[0.1] < losses[0.0] - 0.01
+
+
+def test_temperature_stays_one_when_the_release_is_noise():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    codes = (rng.random(50) < 0.5).astype(int)
+    W = rng.normal(size=(4, 1))
+    plan = make_plan(
+        n_samples=50,
+        n_classes=2,
+        row_norm=2.0,
+        batch_size=10,
+        epochs=1,
+        sampling="poisson",
+        solver="dp-sgd",
+        learning_rate=0.1,
+        lr_schedule="constant",
+        l2=0.0,
+        l1=0.0,
+        clip_norm=1.0,
+        projection_radius=None,
+        calibration_noise=1e6,
+    )
+    picks = [
+        fit_temperature(
+            X,
+            codes,
+            W,
+            plan,
+            row_norm=2.0,
+            fit_intercept=True,
+            rng=np.random.default_rng(seed),
+        )
+        for seed in range(200)
+    ]
+    assert np.mean(np.asarray(picks) == 1.0) > 0.9

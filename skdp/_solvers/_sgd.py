@@ -14,13 +14,22 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from ..accounting import (
+    GaussianEvent,
     NoisyIterationEvent,
     PoissonGaussianEvent,
     gradient_step_lipschitz,
     logistic_constants,
 )
 
-__all__ = ["SGDPlan", "auto_epochs", "make_plan", "poisson_batch", "run_logistic_sgd"]
+__all__ = [
+    "SGDPlan",
+    "auto_epochs",
+    "fit_temperature",
+    "make_plan",
+    "poisson_batch",
+    "run_logistic_sgd",
+    "temperature_bound",
+]
 
 logger = logging.getLogger("skdp")
 
@@ -44,6 +53,14 @@ _AUTO_TAIL_FRACTION = {"cyclic": 0.0, "shuffle": 0.0, "poisson": 0.5}
 _AUTO_EPOCHS = {"cyclic": 10, "shuffle": 10, "poisson": 30}
 _AUTO_EPOCHS_PER_EPSILON = 15
 _AUTO_EPOCHS_MAX = 120
+# Temperature fit (``calibration_noise``): the derivative of the training
+# log-loss in a temperature ``a`` (logits times ``a``) on this public grid,
+# released once with Gaussian noise; logits are clipped to this bound there.
+TEMPERATURE_GRID = 2.0 ** (np.arange(-12, 4) / 3.0)  # 1/16 .. 2, holds 1.0
+TEMPERATURE_LOGIT_BOUND = 10.0
+# A temperature is kept only if its integrated noisy loss beats that of 1.0
+# by this many standard deviations of the noise (else the model is unchanged).
+_TEMPERATURE_MARGIN = 2.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +93,13 @@ class SGDPlan:
         the steps (0: the last iterate only). Averaging reads every iterate, so
         it forfeits the last-iterate bound: only composition (cyclic) or the
         subsampled Gaussian (Poisson) account such a run.
+    calibration_noise : float or None
+        Noise std of the one release that fits a temperature to the trained
+        model (:func:`fit_temperature`) divided by the bound on one row's
+        contribution; None: no temperature.
+    calibration_sensitivity : float
+        The release's L2 sensitivity in units of that bound: 2 under
+        replace-one, 1 under add/remove.
     """
 
     n_samples: int
@@ -92,6 +116,8 @@ class SGDPlan:
     smoothness: float
     projection_radius: float | None
     tail_fraction: float = 0.0
+    calibration_noise: float | None = None
+    calibration_sensitivity: float = 2.0
 
     def cache_key(self):
         """A hashable identity of the plan (for caching its calibration)."""
@@ -110,6 +136,8 @@ class SGDPlan:
             self.smoothness,
             self.projection_radius,
             self.tail_fraction,
+            self.calibration_noise,
+            self.calibration_sensitivity,
         )
 
     @property
@@ -138,7 +166,17 @@ class SGDPlan:
         DP-SGD: noise of std ``z C`` on the sum of clipped gradients. DP-SGLD:
         noise of std ``sqrt(2 eta_t) z C`` on the iterate. The sensitivity of a
         step that sees the record is ``2 eta_t min(C, G) / b_t`` (replace-one).
+        A temperature fit adds one Gaussian release over all rows.
         """
+        calibration = (
+            []
+            if self.calibration_noise is None
+            else [GaussianEvent(self.calibration_noise / self.calibration_sensitivity)]
+        )
+        return self._training_events(noise_multiplier) + calibration
+
+    def _training_events(self, noise_multiplier):
+        """Events of the noisy steps (see :meth:`events`)."""
         if self.sampling == "poisson":
             q = self.batch_sizes[0] / self.n_samples
             if self.solver == "dp-sgld":
@@ -210,6 +248,8 @@ def make_plan(
     projection_radius,
     tail_fraction="auto",
     epsilon=None,
+    calibration_noise=None,
+    neighbouring="replace-one",
 ):
     """Build the :class:`SGDPlan` of a run from public quantities.
 
@@ -265,6 +305,10 @@ def make_plan(
         smoothness=smoothness,
         projection_radius=projection_radius,
         tail_fraction=float(tail_fraction),
+        calibration_noise=None
+        if calibration_noise is None
+        else float(calibration_noise),
+        calibration_sensitivity=2.0 if neighbouring == "replace-one" else 1.0,
     )
 
 
@@ -408,6 +452,92 @@ def poisson_batch(n, q, rng):
     return rows[: np.searchsorted(rows, n)]
 
 
+def temperature_bound(n_classes):
+    """Bound on the L2 norm of one row's vector of loss derivatives on the grid.
+
+    With logits clipped to ``[-S, S]``, the derivative of one row's log-loss
+    in the temperature is ``(p - y) s`` (binary: at most ``S`` in absolute
+    value) or ``sum_k (p_k - y_k) s_k`` (softmax: at most ``||p - y||_1 S <=
+    2 S``) at every grid point.
+    """
+    per_point = TEMPERATURE_LOGIT_BOUND * (1.0 if n_classes == 2 else 2.0)
+    return per_point * np.sqrt(TEMPERATURE_GRID.size)
+
+
+def _temperature_derivatives(X, codes, W, row_norm, fit_intercept, chunk=65536):
+    """Sum over rows of each row's derivative vector (exact; read in chunks)."""
+    binary = W.shape[1] == 1
+    grid = TEMPERATURE_GRID
+    total = np.zeros(grid.size)
+    coef = W[:-1] if fit_intercept else W
+    for lo in range(0, X.shape[0], chunk):
+        Xb = np.asarray(X[lo : lo + chunk], dtype=float)
+        raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
+        scale, _ = row_projection(raw, row_norm, fit_intercept)
+        logits = (Xb @ coef) * scale[:, None]
+        if fit_intercept:
+            logits += W[-1]
+        logits = np.clip(logits, -TEMPERATURE_LOGIT_BOUND, TEMPERATURE_LOGIT_BOUND)
+        labels = codes[lo : lo + chunk]
+        if binary:
+            s = logits[:, 0]
+            p = expit(np.multiply.outer(s, grid))  # (b, grid)
+            total += ((p - labels[:, None]) * s[:, None]).sum(axis=0)
+        else:
+            own = logits[np.arange(labels.size), labels]
+            for j, a in enumerate(grid):
+                p = softmax(a * logits, axis=1)
+                total[j] += float(np.sum(np.einsum("ik,ik->i", p, logits) - own))
+    return total
+
+
+def fit_temperature(X, codes, W, plan, *, row_norm, fit_intercept, rng):
+    """A private temperature for the trained model: the factor for its logits.
+
+    Post-hoc temperature scaling (Guo et al. 2017, "On calibration of modern
+    neural networks") made private: the derivative of the training log-loss
+    in the temperature ``a`` is summed over the rows at every point of the
+    public ``TEMPERATURE_GRID`` and released once, with Gaussian noise of std
+    ``plan.calibration_noise`` times :func:`temperature_bound`. The released
+    derivatives are integrated along the grid (trapezoids) into the change of
+    loss from temperature 1, whose noise standard deviation is known; the
+    grid point minimising that change plus ``_TEMPERATURE_MARGIN`` noise
+    standard deviations is returned (1, no change, unless the data speak
+    clearly): post-processing. Multiplying the model by a positive factor
+    changes no predicted class.
+
+    Parameters
+    ----------
+    X, codes : the training rows and class indices (read once, in chunks)
+    W : ndarray of shape (n_features + fit_intercept, n_outputs)
+    plan : SGDPlan with ``calibration_noise`` set
+    row_norm : float
+    fit_intercept : bool
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    float
+    """
+    derivative = _temperature_derivatives(X, codes, W, row_norm, fit_intercept)
+    std = plan.calibration_noise * temperature_bound(plan.n_classes)
+    noisy = derivative + rng.normal(0.0, std, size=derivative.shape)
+    # Loss at each grid point minus the loss at 1.0, by trapezoids: a linear
+    # map of the released vector, whose noise std is known (post-processing).
+    grid = TEMPERATURE_GRID
+    one = int(np.flatnonzero(grid == 1.0)[0])
+    weights = np.zeros((grid.size, grid.size))
+    for j in range(grid.size):
+        lo, hi, sign = (one, j, 1.0) if j >= one else (j, one, -1.0)
+        for m in range(lo, hi):
+            step = 0.5 * (grid[m + 1] - grid[m]) * sign
+            weights[j, m] += step
+            weights[j, m + 1] += step
+    change = weights @ noisy
+    noise = std * np.linalg.norm(weights, axis=1)
+    return float(grid[int(np.argmin(change + _TEMPERATURE_MARGIN * noise))])
+
+
 def _batches(plan, rng, order):
     """Yield ``(step, rows)`` for every step: an index array or a slice.
 
@@ -527,4 +657,9 @@ def run_logistic_sgd(
                 (step + 1) // steps_per_epoch,
                 plan.epochs,
             )
-    return W_sum / n_averaged, plan.events(noise_multiplier)
+    W = W_sum / n_averaged
+    if plan.calibration_noise is not None:
+        W = W * fit_temperature(
+            X, codes, W, plan, row_norm=row_norm, fit_intercept=fit_intercept, rng=rng
+        )
+    return W, plan.events(noise_multiplier)
