@@ -42,13 +42,17 @@ class NoiseDividedBy(DPLogisticRegression):
 
     def fit(self, X, y, sample_weight=None):
         """Fit with a fraction of the calibrated noise; report the honest spend."""
-        z, spent, _ = self.privacy_plan(np.shape(X)[0], np.unique(y).size)
-        epsilon = self.epsilon
-        self.epsilon, self.noise_multiplier = None, z / self.factor
+        # The run below has no temperature step (fixed noise), so neither does
+        # the plan whose spend it reports.
+        epsilon, share = self.epsilon, self.calibration_share
+        self.calibration_share = 0.0
         try:
+            z, spent, _ = self.privacy_plan(np.shape(X)[0], np.unique(y).size)
+            self.epsilon, self.noise_multiplier = None, z / self.factor
             super().fit(X, y, sample_weight)
         finally:
             self.epsilon, self.noise_multiplier = epsilon, None
+            self.calibration_share = share
         self.privacy_spent_ = spent
         self.noise_multiplier_ = z
         return self
