@@ -194,8 +194,12 @@ class DPLogisticRegression(
     is returned, which the ``"auto"`` settings guarantee for these samplers);
     shuffled order also averages over the secret position
     of the differing record. Poisson batches use the subsampled Gaussian bound
-    (replace-one via the weak triangle inequality). The whole budget goes to
-    the one training run. DP-SGLD is accounted by the same bounds, never by the
+    (replace-one via the weak triangle inequality). Budget split: the
+    temperature release (``calibration_share``, by default a tenth of
+    ``epsilon`` measured alone) is a Gaussian mechanism on a sum of per-row
+    vectors of bounded norm; the training noise is then calibrated so that the
+    training run and that release, composed on the Rényi curves, meet
+    ``epsilon``. DP-SGLD is accounted by the same bounds, never by the
     DP-SGLD paper's Theorem 3.1, which is false for minibatches.
     """
 
