@@ -353,6 +353,15 @@ def _row_norms(X, chunk=65536):
     return out
 
 
+def _scores(W, Xb, row_scale, fit_intercept):
+    """Logits of the projected rows ``row_scale * x`` (intercept column implied)."""
+    coef = W[:-1] if fit_intercept else W
+    scores = (Xb @ coef) * row_scale[:, None]
+    if fit_intercept:
+        scores += W[-1]
+    return scores
+
+
 def _clipped_gradient_sum(W, Xb, Yb, row_scale, row_norm, problem):
     """Sum over the batch of clipped per-example logistic gradients.
 
@@ -376,10 +385,7 @@ def _clipped_gradient_sum(W, Xb, Yb, row_scale, row_norm, problem):
         ``binary``, ``fit_intercept``, ``clip_norm`` and optional ``weights``.
     """
     fit_intercept = problem["fit_intercept"]
-    coef = W[:-1] if fit_intercept else W
-    scores = (Xb @ coef) * row_scale[:, None]
-    if fit_intercept:
-        scores += W[-1]
+    scores = _scores(W, Xb, row_scale, fit_intercept)
     if problem["binary"]:
         residual = expit(scores) - Yb
     else:
@@ -452,6 +458,27 @@ def poisson_batch(n, q, rng):
     return rows[: np.searchsorted(rows, n)]
 
 
+def _loss_change_map(grid):
+    """Matrix taking derivatives on ``grid`` to loss changes from temperature 1.
+
+    Row j integrates the derivative from 1 to ``grid[j]`` by trapezoids: a
+    linear map of the released vector, so the noise of each change has a
+    known standard deviation.
+    """
+    one = int(np.flatnonzero(grid == 1.0)[0])
+    weights = np.zeros((grid.size, grid.size))
+    for j in range(grid.size):
+        lo, hi, sign = (one, j, 1.0) if j >= one else (j, one, -1.0)
+        for m in range(lo, hi):
+            step = 0.5 * (grid[m + 1] - grid[m]) * sign
+            weights[j, m] += step
+            weights[j, m + 1] += step
+    return weights
+
+
+_LOSS_CHANGE = _loss_change_map(TEMPERATURE_GRID)
+
+
 def temperature_bound(n_classes):
     """Bound on the L2 norm of one row's vector of loss derivatives on the grid.
 
@@ -469,15 +496,15 @@ def _temperature_derivatives(X, codes, W, row_norm, fit_intercept, chunk=65536):
     binary = W.shape[1] == 1
     grid = TEMPERATURE_GRID
     total = np.zeros(grid.size)
-    coef = W[:-1] if fit_intercept else W
     for lo in range(0, X.shape[0], chunk):
         Xb = np.asarray(X[lo : lo + chunk], dtype=float)
         raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
         scale, _ = row_projection(raw, row_norm, fit_intercept)
-        logits = (Xb @ coef) * scale[:, None]
-        if fit_intercept:
-            logits += W[-1]
-        logits = np.clip(logits, -TEMPERATURE_LOGIT_BOUND, TEMPERATURE_LOGIT_BOUND)
+        logits = np.clip(
+            _scores(W, Xb, scale, fit_intercept),
+            -TEMPERATURE_LOGIT_BOUND,
+            TEMPERATURE_LOGIT_BOUND,
+        )
         labels = codes[lo : lo + chunk]
         if binary:
             s = logits[:, 0]
@@ -522,20 +549,9 @@ def fit_temperature(X, codes, W, plan, *, row_norm, fit_intercept, rng):
     derivative = _temperature_derivatives(X, codes, W, row_norm, fit_intercept)
     std = plan.calibration_noise * temperature_bound(plan.n_classes)
     noisy = derivative + rng.normal(0.0, std, size=derivative.shape)
-    # Loss at each grid point minus the loss at 1.0, by trapezoids: a linear
-    # map of the released vector, whose noise std is known (post-processing).
-    grid = TEMPERATURE_GRID
-    one = int(np.flatnonzero(grid == 1.0)[0])
-    weights = np.zeros((grid.size, grid.size))
-    for j in range(grid.size):
-        lo, hi, sign = (one, j, 1.0) if j >= one else (j, one, -1.0)
-        for m in range(lo, hi):
-            step = 0.5 * (grid[m + 1] - grid[m]) * sign
-            weights[j, m] += step
-            weights[j, m + 1] += step
-    change = weights @ noisy
-    noise = std * np.linalg.norm(weights, axis=1)
-    return float(grid[int(np.argmin(change + _TEMPERATURE_MARGIN * noise))])
+    change = _LOSS_CHANGE @ noisy
+    noise = std * np.linalg.norm(_LOSS_CHANGE, axis=1)
+    return float(TEMPERATURE_GRID[int(np.argmin(change + _TEMPERATURE_MARGIN * noise))])
 
 
 def _batches(plan, rng, order):
