@@ -1,8 +1,11 @@
 """Calibrate the noise to a target (epsilon, delta)."""
 
 import math
+from dataclasses import replace
 
 from ._accountant import RDPAccountant
+from ._pld import pld_epsilon
+from ._rdp import rdp_to_epsilon
 
 __all__ = ["account", "calibrate_noise_multiplier"]
 
@@ -10,6 +13,11 @@ __all__ = ["account", "calibrate_noise_multiplier"]
 _Z_MIN, _Z_MAX = 1e-4, 1e6
 _TARGET_RTOL = 0.005
 _MAX_BISECTIONS = 200
+# The numerical PLD's rounding slack, as a share of epsilon: coarse while
+# calibrating (each step is still a valid bound), fine for the final report.
+_PLD_SEARCH_SLACK = 2e-2
+_PLD_REPORT_SLACK = 5e-3
+ACCOUNTANTS = ("rdp", "pld")
 
 
 def _as_pairs(events):
@@ -21,7 +29,23 @@ def _as_pairs(events):
     return [(events, 1)]
 
 
-def account(events, delta, *, neighbouring="replace-one", orders=None, warn=True):
+def _check_accountant(accountant):
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(
+            f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}."
+        )
+    return accountant
+
+
+def account(
+    events,
+    delta,
+    *,
+    neighbouring="replace-one",
+    orders=None,
+    warn=True,
+    accountant="rdp",
+):
     """Privacy spent by ``events`` at ``delta``.
 
     Parameters
@@ -32,19 +56,56 @@ def account(events, delta, *, neighbouring="replace-one", orders=None, warn=True
     orders : array-like or None
     warn : bool, default=True
         Warn when the best order is at the end of the grid.
+    accountant : {"rdp", "pld"}, default="rdp"
+        ``"rdp"``: the Rényi-DP accountant. ``"pld"``: also the tight
+        conversions of :mod:`skdp.accounting._pld` where they apply (exact
+        Gaussian DP when every event is Gaussian; the numerical privacy loss
+        distribution for Poisson-subsampled Gaussian steps under add/remove),
+        reporting the smaller of the valid bounds and naming it in
+        ``accountant``. Only for events that describe the mechanism exactly:
+        a ``GaussianEvent`` standing for a zCDP budget (as in
+        :class:`~skdp.synthetic.DPSyntheticData`) must use ``"rdp"``.
 
     Returns
     -------
     PrivacySpent
+        With ``accountant="pld"``, it keeps the events, so that
+        :meth:`PrivacySpent.at_delta` and :func:`compose_spent` stay tight.
     """
-    accountant = RDPAccountant(neighbouring=neighbouring, orders=orders)
-    for event, count in _as_pairs(events):
-        accountant.compose(event, count)
-    return accountant.spent(delta, warn=warn)
+    _check_accountant(accountant)
+    pairs = _as_pairs(events)
+    rdp = RDPAccountant(neighbouring=neighbouring, orders=orders)
+    for event, count in pairs:
+        rdp.compose(event, count)
+    spent = rdp.spent(delta, warn=warn and accountant == "rdp")
+    if accountant == "rdp":
+        return spent
+    return _tighter(spent, pairs, delta, neighbouring, _PLD_REPORT_SLACK, warn)
+
+
+def _tighter(spent, pairs, delta, neighbouring, rel_slack, warn):
+    """``spent`` or the tight bound of ``pairs`` if it is smaller."""
+    tight = pld_epsilon(
+        pairs, delta, neighbouring, reference=spent.epsilon, rel_slack=rel_slack
+    )
+    spent = replace(spent, events=tuple(pairs))
+    if tight is None or not tight[0] < spent.epsilon:
+        if warn:
+            # Re-run the conversion for its end-of-grid warning only.
+            rdp_to_epsilon(spent.orders, spent.rdp, delta, warn=True)
+        return spent
+    epsilon, name = tight
+    return replace(spent, epsilon=epsilon, accountant=name, order=math.nan)
 
 
 def calibrate_noise_multiplier(
-    make_events, target_epsilon, delta, *, neighbouring="replace-one", orders=None
+    make_events,
+    target_epsilon,
+    delta,
+    *,
+    neighbouring="replace-one",
+    orders=None,
+    accountant="rdp",
 ):
     """Smallest noise multiplier whose spend is at most ``target_epsilon``.
 
@@ -63,6 +124,11 @@ def calibrate_noise_multiplier(
     delta : float in (0, 1)
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
     orders : array-like or None
+    accountant : {"rdp", "pld"}, default="rdp"
+        As in :func:`account`. With ``"pld"`` the Rényi calibration comes
+        first; where a tight bound applies, the search continues below its
+        noise on the tight bound (with a coarser rounding slack, each step
+        still a valid bound) and the final spend is the smallest valid one.
 
     Returns
     -------
@@ -79,6 +145,8 @@ def calibrate_noise_multiplier(
         raise ValueError(
             f"target_epsilon must be finite and > 0, got {target_epsilon}."
         )
+
+    _check_accountant(accountant)
 
     def epsilon(z):
         return account(
@@ -109,5 +177,63 @@ def calibrate_noise_multiplier(
             hi, eps_hi = mid, eps_mid
         else:
             lo = mid
+    if accountant == "pld":
+        tight = _calibrate_tight(
+            make_events, target_epsilon, delta, neighbouring, orders, hi
+        )
+        if tight is not None:
+            return tight
     spent = account(make_events(hi), delta, neighbouring=neighbouring, orders=orders)
+    return hi, spent
+
+
+def _calibrate_tight(make_events, target_epsilon, delta, neighbouring, orders, z_rdp):
+    """Continue below the Rényi noise ``z_rdp`` on the tight bound, or None."""
+    names = set()
+
+    def tight(z):
+        found = pld_epsilon(
+            _as_pairs(make_events(z)),
+            delta,
+            neighbouring,
+            reference=target_epsilon,
+            rel_slack=_PLD_SEARCH_SLACK,
+        )
+        if found is None:
+            return math.inf
+        names.add(found[1])
+        return found[0]
+
+    hi, eps_hi = z_rdp, tight(z_rdp)
+    if not eps_hi <= target_epsilon:
+        return None
+    lo = hi
+    while True:
+        lo *= 0.8
+        eps_lo = tight(lo)
+        if eps_lo > target_epsilon:
+            break
+        hi, eps_hi = lo, eps_lo
+        if lo < _Z_MIN:
+            break
+    for _ in range(_MAX_BISECTIONS):
+        if eps_hi >= (1.0 - _TARGET_RTOL) * target_epsilon or hi / lo < 1 + 1e-9:
+            break
+        mid = math.sqrt(lo * hi)
+        eps_mid = tight(mid)
+        if eps_mid <= target_epsilon:
+            hi, eps_hi = mid, eps_mid
+        else:
+            lo = mid
+    spent = account(
+        make_events(hi),
+        delta,
+        neighbouring=neighbouring,
+        orders=orders,
+        accountant="pld",
+    )
+    if spent.epsilon > eps_hi:
+        # The finer report came out above the search's (both valid): keep the
+        # search's bound, which met the target.
+        spent = replace(spent, epsilon=eps_hi, accountant=names.pop(), order=math.nan)
     return hi, spent

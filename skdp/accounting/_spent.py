@@ -1,7 +1,7 @@
 """PrivacySpent: the immutable privacy report of a fit, and its composition."""
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -22,17 +22,26 @@ class PrivacySpent:
     epsilon : float
     delta : float
     accountant : str
-        The accountant that gave the bound (``"rdp"``).
+        The accountant that gave the bound: ``"rdp"`` (Rényi DP), ``"gdp"``
+        (exact Gaussian DP of a composition of Gaussian mechanisms) or
+        ``"pld"`` (numerical privacy loss distribution); see
+        :func:`skdp.accounting.account`.
     bound : str
         Which bound won at the optimal order (e.g. ``"cyclic-last-iterate"``).
     neighbouring : str
         ``"replace-one"`` or ``"add-remove"``.
     order : float
-        The Rényi order at which the conversion was tightest.
+        The Rényi order at which the conversion was tightest (NaN when the
+        bound is not a Rényi one).
     orders : tuple of float
         The grid of Rényi orders.
     rdp : tuple of float
-        The RDP curve on ``orders``, enough to recompute ``epsilon``.
+        The RDP curve on ``orders``: a valid bound whatever ``accountant`` is,
+        and what compositions fall back to.
+    events : tuple of (event, count)
+        What was accounted, kept when the tight accountants were asked for
+        (``account(..., accountant="pld")``), so that other deltas and
+        compositions can use them too; empty otherwise.
     """
 
     epsilon: float
@@ -43,6 +52,7 @@ class PrivacySpent:
     order: float
     orders: tuple
     rdp: tuple
+    events: tuple = field(default=(), repr=False, compare=False)
 
     def __repr__(self):
         return (
@@ -53,6 +63,17 @@ class PrivacySpent:
 
     def at_delta(self, delta):
         """The same spend, converted at another ``delta``."""
+        if self.events:
+            from ._calibration import account
+
+            return account(
+                list(self.events),
+                delta,
+                neighbouring=self.neighbouring,
+                orders=self.orders,
+                warn=False,
+                accountant="pld",
+            )
         epsilon, index = rdp_to_epsilon(self.orders, self.rdp, delta, warn=False)
         return PrivacySpent(
             epsilon=epsilon,
@@ -68,12 +89,15 @@ class PrivacySpent:
     def to_dict(self):
         """A JSON-ready dict (without the curve)."""
         out = asdict(self)
-        del out["orders"], out["rdp"]
+        del out["orders"], out["rdp"], out["events"]
         return out
 
 
 def compose_spent(spents, *, delta=None):
     """Compose several spends (adaptively, in any order) on their Rényi curves.
+
+    When every spend kept its events (``accountant="pld"``), the events are
+    also composed by the tight accountants and the smaller bound is reported.
 
     Parameters
     ----------
@@ -105,6 +129,19 @@ def compose_spent(spents, *, delta=None):
         if s.bound not in bounds:
             bounds.append(s.bound)
     epsilon, index = rdp_to_epsilon(first.orders, rdp, delta)
+    if all(s.events for s in spents):
+        from ._calibration import account
+
+        tight = account(
+            [pair for s in spents for pair in s.events],
+            delta,
+            neighbouring=first.neighbouring,
+            orders=first.orders,
+            warn=False,
+            accountant="pld",
+        )
+        if tight.epsilon < epsilon:
+            return replace(tight, bound=" + ".join(bounds))
     return PrivacySpent(
         epsilon=epsilon,
         delta=delta,

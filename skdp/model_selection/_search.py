@@ -30,7 +30,9 @@ def search_privacy(
     (public), never on the data, so the whole search can be accounted without
     fitting anything: every candidate on every fold, plus the refit on all
     rows, composed on their Rényi curves (a record is in most folds' training
-    sets; composing all fits is a valid upper bound).
+    sets; composing all fits is a valid upper bound). With one candidate whose
+    fits keep their events (estimators that report Gaussian-DP or PLD bounds),
+    the events are composed by the same tight accountants instead.
 
     What this does not cover: choosing the best candidate by its score on
     private validation folds, and the validation scores themselves, are
@@ -81,8 +83,9 @@ def search_privacy(
     if refits:
         # Which candidate is refitted is not known in advance: charge the
         # pointwise maximum of their curves.
+        # One candidate: its events stay, for the tight accountants.
         worst = np.max([s.rdp for s in refits], axis=0)
-        spends.append(
-            replace(refits[0], rdp=tuple(worst.tolist()), bound="refit").at_delta(delta)
-        )
+        events = refits[0].events if len(refits) == 1 else ()
+        refit = replace(refits[0], rdp=tuple(worst.tolist()), events=events)
+        spends.append(replace(refit.at_delta(delta), bound="refit"))
     return compose_spent(spends, delta=delta)

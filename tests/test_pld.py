@@ -1,0 +1,238 @@
+"""The tight accountants: exact Gaussian DP and the numerical PLD.
+
+Soundness is checked against quadrature of the hockey-stick divergence of one
+step's dominating pair, and against dp_accounting's optimistic (lower) and
+pessimistic (upper) PLD estimates for many steps; tightness against the same.
+"""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from scipy import integrate, optimize, stats
+
+from skdp.accounting import (
+    ExponentialMechanismEvent,
+    GaussianEvent,
+    PoissonGaussianEvent,
+    account,
+    calibrate_noise_multiplier,
+    compose_spent,
+)
+from skdp.accounting._pld import gaussian_dp_delta, gaussian_dp_epsilon, pld_epsilon
+
+
+@pytest.mark.parametrize("mu", [0.05, 0.3, 1.0, 3.0, 8.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9])
+def test_gaussian_dp_epsilon_is_the_smallest(mu, delta):
+    eps = gaussian_dp_epsilon(mu, delta)
+    assert gaussian_dp_delta(eps, mu) <= delta
+    if eps > 0:
+        assert gaussian_dp_delta(eps * (1 - 1e-6), mu) > delta
+
+
+@pytest.mark.parametrize("mu", [0.2, 1.0, 2.5])
+@pytest.mark.parametrize("eps", [0.0, 0.5, 2.0])
+def test_gaussian_dp_delta_against_quadrature(mu, eps):
+    # Hockey-stick divergence of N(mu, 1) against N(0, 1).
+    def integrand(x):
+        return max(0.0, stats.norm.pdf(x, mu) - math.exp(eps) * stats.norm.pdf(x))
+
+    exact, _ = integrate.quad(integrand, -12, 12 + mu, points=[eps / mu + mu / 2])
+    assert gaussian_dp_delta(eps, mu) == pytest.approx(exact, rel=1e-7, abs=1e-13)
+
+
+@pytest.mark.parametrize("z", [0.7, 2.0, 10.0, 60.0])
+@pytest.mark.parametrize("count", [1, 30, 1000])
+@pytest.mark.parametrize("relation", ["replace-one", "add-remove"])
+def test_gaussian_composition_is_exact_and_below_renyi(z, count, relation):
+    event = GaussianEvent(z, count=count)
+    rdp = account(event, 1e-5, neighbouring=relation, warn=False)
+    tight = account(event, 1e-5, neighbouring=relation, accountant="pld")
+    assert tight.accountant == "gdp"
+    assert tight.epsilon == pytest.approx(
+        gaussian_dp_epsilon(math.sqrt(count) / z, 1e-5)
+    )
+    assert tight.epsilon <= rdp.epsilon
+    # The Rényi curve is kept: a valid bound that compositions fall back on.
+    assert tight.rdp == rdp.rdp
+
+
+def _one_step_delta(q, z, eps):
+    """Exact delta of one Poisson-subsampled Gaussian step, both directions."""
+    p = lambda x: (1 - q) * stats.norm.pdf(x, 0, z) + q * stats.norm.pdf(x, 1, z)  # noqa: E731
+    r = lambda x: stats.norm.pdf(x, 0, z)  # noqa: E731
+    lo, hi = -14 * z, 1 + 14 * z
+    remove, _ = integrate.quad(
+        lambda x: max(0.0, p(x) - math.exp(eps) * r(x)), lo, hi, limit=400
+    )
+    add, _ = integrate.quad(
+        lambda x: max(0.0, r(x) - math.exp(eps) * p(x)), lo, hi, limit=400
+    )
+    return max(remove, add)
+
+
+@pytest.mark.parametrize("q", [0.01, 0.2, 0.7])
+@pytest.mark.parametrize("z", [0.8, 2.0, 5.0])
+def test_one_poisson_step_against_quadrature(q, z):
+    delta = 1e-5
+    event = PoissonGaussianEvent(q, z)
+    reference = account(event, delta, neighbouring="add-remove", warn=False).epsilon
+    eps, name = pld_epsilon([(event, 1)], delta, "add-remove", reference=reference)
+    assert name == "pld"
+    # Sound: the true delta at the reported epsilon is within delta.
+    assert _one_step_delta(q, z, eps) <= delta * (1 + 1e-6)
+    # Tight: within the rounding slack (0.5% of the reference) and a bit more.
+    exact = optimize.brentq(
+        lambda e: _one_step_delta(q, z, e) - delta, 0.0, reference + 1.0, xtol=1e-10
+    )
+    assert eps <= exact + 0.006 * reference + 1e-3
+
+
+def _dp_accounting_pld(q, z, steps, delta, pessimistic):
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    one = pld.from_gaussian_mechanism(
+        standard_deviation=z,
+        sensitivity=1.0,
+        sampling_prob=q,
+        pessimistic_estimate=pessimistic,
+        value_discretization_interval=2e-5,
+    )
+    return one.self_compose(steps).get_epsilon_for_delta(delta)
+
+
+@pytest.mark.parametrize(
+    "q, z, steps, delta",
+    [
+        (256 / 1347, 61.3, 180, 1347**-1.1),  # digits at epsilon 0.1
+        (256 / 1347, 8.26, 180, 1347**-1.1),  # digits at epsilon 1
+        (0.01, 1.1, 1000, 1e-5),
+        (256 / 36631, 3.0, 4290, 1e-5),  # Adult, 30 epochs
+        (0.05, 0.9, 100, 1e-6),
+    ],
+)
+def test_many_poisson_steps_between_dp_accounting_bounds(q, z, steps, delta):
+    event = PoissonGaussianEvent(q, z, count=steps)
+    tight = account(event, delta, neighbouring="add-remove", accountant="pld")
+    rdp = account(event, delta, neighbouring="add-remove", warn=False)
+    assert tight.accountant == "pld" and tight.epsilon < rdp.epsilon
+    lower = _dp_accounting_pld(q, z, steps, delta, pessimistic=False)
+    upper = _dp_accounting_pld(q, z, steps, delta, pessimistic=True)
+    assert tight.epsilon >= lower
+    assert tight.epsilon <= 1.01 * upper + 1e-3
+
+
+def test_poisson_with_a_gaussian_release():
+    # DPLogisticRegression's shape: Poisson steps and one Gaussian release.
+    steps = PoissonGaussianEvent(0.01, 1.5, count=500)
+    release = GaussianEvent(20.0)
+    both = account([steps, release], 1e-5, neighbouring="add-remove", accountant="pld")
+    alone = account(steps, 1e-5, neighbouring="add-remove", accountant="pld")
+    assert both.accountant == "pld"
+    assert alone.epsilon < both.epsilon < alone.epsilon + 0.05
+
+
+@pytest.mark.parametrize(
+    "events, relation",
+    [
+        ([PoissonGaussianEvent(0.01, 1.5, count=100)], "replace-one"),
+        ([ExponentialMechanismEvent(0.1, count=3), GaussianEvent(5.0)], "add-remove"),
+    ],
+)
+def test_falls_back_to_renyi_where_no_tight_bound_applies(events, relation):
+    rdp = account(events, 1e-5, neighbouring=relation, warn=False)
+    tight = account(events, 1e-5, neighbouring=relation, accountant="pld", warn=False)
+    assert tight.accountant == "rdp" and tight.epsilon == rdp.epsilon
+    assert tight.order == rdp.order
+
+
+@pytest.mark.parametrize("target", [0.1, 1.0, 8.0])
+def test_calibration_on_the_tight_bound(target):
+    def make_events(z):
+        return [PoissonGaussianEvent(256 / 5000, z, count=600), GaussianEvent(4 * z)]
+
+    z_rdp, _ = calibrate_noise_multiplier(
+        make_events, target, 1e-5, neighbouring="add-remove"
+    )
+    z, spent = calibrate_noise_multiplier(
+        make_events, target, 1e-5, neighbouring="add-remove", accountant="pld"
+    )
+    assert spent.accountant == "pld"
+    assert 0.97 * target <= spent.epsilon <= target
+    assert z < z_rdp
+    again = account(make_events(z), 1e-5, neighbouring="add-remove", accountant="pld")
+    assert again.epsilon <= target
+
+
+def test_calibration_falls_back_to_renyi():
+    def make_events(z):
+        return [PoissonGaussianEvent(0.02, z, count=300)]
+
+    plain = calibrate_noise_multiplier(make_events, 1.0, 1e-5)
+    tight = calibrate_noise_multiplier(make_events, 1.0, 1e-5, accountant="pld")
+    assert tight[0] == plain[0] and tight[1].epsilon == plain[1].epsilon
+
+
+def test_spent_keeps_its_events_for_other_deltas_and_compositions():
+    event = PoissonGaussianEvent(0.02, 2.0, count=200)
+    spent = account(event, 1e-5, neighbouring="add-remove", accountant="pld")
+    assert spent.events and "events" not in spent.to_dict()
+    other = spent.at_delta(1e-7)
+    assert other.epsilon == pytest.approx(
+        account(event, 1e-7, neighbouring="add-remove", accountant="pld").epsilon
+    )
+    twice = compose_spent([spent, spent])
+    direct = account([event, event], 1e-5, neighbouring="add-remove", accountant="pld")
+    assert twice.epsilon == pytest.approx(direct.epsilon)
+    renyi = account(event, 1e-5, neighbouring="add-remove")
+    assert twice.epsilon < compose_spent([renyi, renyi]).epsilon
+    restored = pickle.loads(pickle.dumps(spent))
+    assert restored.epsilon == spent.epsilon and restored.events == spent.events
+
+
+def test_unknown_accountant_is_refused():
+    with pytest.raises(ValueError, match="accountant"):
+        account(GaussianEvent(1.0), 1e-5, accountant="prv")
+    with pytest.raises(ValueError, match="accountant"):
+        calibrate_noise_multiplier(GaussianEvent, 1.0, 1e-5, accountant="x")
+
+
+def test_lattice_conversion_is_exact_on_a_two_point_law():
+    # Loss 0 or 1 with probability 1/2: delta(eps) = (1 - e^(eps - 1)) / 2.
+    from skdp.accounting._pld import _Lattice
+
+    lattice = _Lattice(0, np.array([0.5, 0.0, 0.0, 0.0, 0.5]))
+    for delta in (0.3, 0.1, 0.01):
+        eps = lattice.epsilon(0.25, delta)
+        assert eps == pytest.approx(1.0 + math.log(1.0 - 2.0 * delta))
+
+
+def test_estimators_report_the_tight_bound():
+    from sklearn.datasets import make_classification
+
+    from skdp.fairness import DPSaddlePointClassifier
+    from skdp.linear_model import DPLogisticRegression
+
+    X, y = make_classification(n_samples=600, n_features=4, random_state=0)
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    add_remove = DPLogisticRegression(
+        epsilon=1.0, neighbouring="add-remove", random_state=0
+    ).fit(X, y)
+    assert add_remove.privacy_spent_.accountant == "pld"
+    assert 0.97 <= add_remove.privacy_spent_.epsilon <= 1.0
+    # Less noise than the Rényi calibration of the same plan.
+    plan = add_remove._plan(X.shape[0], 2, add_remove.privacy_spent_.delta)
+    renyi = account(
+        plan.events(add_remove.noise_multiplier_),
+        add_remove.privacy_spent_.delta,
+        neighbouring="add-remove",
+    )
+    assert renyi.epsilon > 1.0
+    replace_one = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    assert replace_one.privacy_spent_.accountant == "rdp"
+    groups = (X[:, 0] > 0).astype(int)
+    fair = DPSaddlePointClassifier(epsilon=1.0, groups=[0, 1], random_state=0)
+    fair.fit(X, y, sensitive_features=groups)
+    assert fair.privacy_spent_.accountant == "gdp"
+    assert 0.97 <= fair.privacy_spent_.epsilon <= 1.0
