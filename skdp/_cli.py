@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import math
 import sys
 import warnings
 
@@ -52,6 +53,17 @@ def _add_account_parser(subparsers):
         type=int,
         default=2,
         help="classes of the logistic loss for the last-iterate constants (default 2)",
+    )
+    p.add_argument(
+        "--accountant",
+        choices=["rdp", "pld"],
+        default="pld",
+        help=(
+            "pld (default): the smallest valid bound, Rényi DP or, where they "
+            "apply, exact Gaussian DP and the numerical privacy loss distribution "
+            "of Poisson batches under add-remove (what DPLogisticRegression "
+            "reports); rdp: Rényi DP only"
+        ),
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run_account)
@@ -113,16 +125,25 @@ def _run_account(args):
     make_events, notes = _account_events(args)
     if args.target_epsilon is not None:
         z, spent = calibrate_noise_multiplier(
-            make_events, args.target_epsilon, args.delta, neighbouring=args.neighbouring
+            make_events,
+            args.target_epsilon,
+            args.delta,
+            neighbouring=args.neighbouring,
+            accountant=args.accountant,
         )
     else:
         z = args.noise_multiplier
-        spent = account(make_events(z), args.delta, neighbouring=args.neighbouring)
+        spent = account(
+            make_events(z),
+            args.delta,
+            neighbouring=args.neighbouring,
+            accountant=args.accountant,
+        )
     result = {
         "epsilon": spent.epsilon,
         "delta": spent.delta,
         "noise_multiplier": z,
-        "order": spent.order,
+        "order": spent.order if math.isfinite(spent.order) else None,
         "bound": spent.bound,
         "neighbouring": spent.neighbouring,
         "sampling": args.sampling,
@@ -135,7 +156,9 @@ def _run_account(args):
     print(f"epsilon          {spent.epsilon:.6g}")
     print(f"delta            {spent.delta:.3g}")
     print(f"noise multiplier {z:.6g}")
-    print(f"Rényi order      {spent.order:g}")
+    print(f"accountant       {spent.accountant}")
+    if spent.accountant == "rdp":
+        print(f"Rényi order      {spent.order:g}")
     print(f"bound            {spent.bound}")
     print(f"neighbouring     {spent.neighbouring}")
     for note in notes:

@@ -32,13 +32,25 @@ def run_json(capsys, *extra):
 
 
 def test_account_poisson_matches_accountant(capsys):
-    out = run_json(capsys, *POISSON_ADD_REMOVE)
+    out = run_json(capsys, *POISSON_ADD_REMOVE, "--accountant", "rdp")
     expected = account(
         PoissonGaussianEvent(0.05, 1.2, count=100), 1e-5, neighbouring="add-remove"
     )
     assert out["epsilon"] == pytest.approx(expected.epsilon)
     assert {"epsilon", "delta", "noise_multiplier", "order", "bound"} <= set(out)
     assert out["bound"] == "poisson-subsampled-gaussian"
+    assert out["accountant"] == "rdp"
+
+
+def test_account_default_is_the_tightest_valid_bound(capsys):
+    # Poisson under add/remove: the numerical PLD wins over the Rényi bound.
+    out = run_json(capsys, *POISSON_ADD_REMOVE)
+    event = PoissonGaussianEvent(0.05, 1.2, count=100)
+    rdp = account(event, 1e-5, neighbouring="add-remove")
+    tight = account(event, 1e-5, neighbouring="add-remove", accountant="pld")
+    assert out["accountant"] == "pld" and out["order"] is None
+    assert out["epsilon"] == pytest.approx(tight.epsilon)
+    assert out["epsilon"] < 0.97 * rdp.epsilon
 
 
 def test_account_poisson_sensitivity_is_the_gradient_bound(capsys):
@@ -60,6 +72,7 @@ def test_account_poisson_sensitivity_is_the_gradient_bound(capsys):
         PoissonGaussianEvent(0.05, 1.2 * 5 / gradient_bound, count=100),
         1e-5,
         neighbouring="add-remove",
+        accountant="pld",
     )
     assert out["epsilon"] == pytest.approx(expected.epsilon)
     assert out["notes"] == []
@@ -195,6 +208,8 @@ def test_account_poisson_matches_dp_accounting(capsys):
         "poisson",
         "--neighbouring",
         "add-remove",
+        "--accountant",
+        "rdp",
     )
     reference = RdpAccountant(orders=[float(a) for a in DEFAULT_ORDERS if a > 1.01])
     event = dp.PoissonSampledDpEvent(0.05, dp.GaussianDpEvent(0.9))

@@ -53,8 +53,12 @@ def test_dp_standard_scaler_spend_and_accuracy():
     scaler = DPStandardScaler(bounds=(-10, 10), epsilon=1.0, random_state=0).fit(X)
     spent = scaler.privacy_spent_
     assert 0.97 <= spent.epsilon <= 1.0
-    expected = account([(GaussianEvent(scaler.noise_multiplier_), 2)], spent.delta)
+    events = [(GaussianEvent(scaler.noise_multiplier_), 2)]
+    expected = account(events, spent.delta, accountant="pld")
     assert spent.epsilon == pytest.approx(expected.epsilon)
+    # Exact Gaussian DP: less than the Rényi conversion of the same noise.
+    assert spent.accountant == "gdp"
+    assert spent.epsilon < account(events, spent.delta).epsilon
     np.testing.assert_allclose(scaler.mean_, [2.0, -1.0], atol=0.2)
     np.testing.assert_allclose(scaler.scale_, [1.0, 3.0], rtol=0.2)
 
