@@ -207,8 +207,10 @@ class DPSaddlePointClassifier(
     so the noise is set before the step reads the data) and the per-group
     sums of losses clipped to ``[0, max_loss]`` (sensitivity
     ``sqrt(2) max_loss``). Every step reads all rows (no sampling). Accountant:
-    Rényi DP, Gaussian mechanisms composed adaptively. Budget split, as shares
-    of the Rényi curve ``a / (2 z^2)`` of one Gaussian with multiplier ``z``:
+    Gaussian mechanisms composed adaptively, converted exactly by Gaussian DP
+    (``mu = sqrt(sum 1 / z_i^2)``, Dong, Roth, Su 2022; about 8% less noise
+    than the Rényi conversion at delta 1e-5). Budget split, as shares of
+    ``1 / z^2`` (what both the Rényi curve and ``mu^2`` add up):
     5% to the counts, 10% to the loss sums, 85% to the gradient sums (with
     one group: everything to the gradients, the count is ``n``). The
     weighting, the adversary's step, the floor of the noisy counts at 1 and
@@ -389,7 +391,9 @@ class DPSaddlePointClassifier(
         """Return ``(plan, noise_multiplier, planned spend, delta)``."""
         plan = self._plan(n_samples, n_groups, n_features)
         delta = default_delta(n_samples) if self.delta is None else self.delta
-        z, spent = calibrate_noise_multiplier(plan.events, self.epsilon, delta)
+        z, spent = calibrate_noise_multiplier(
+            plan.events, self.epsilon, delta, accountant="pld"
+        )
         return plan, z, spent, delta
 
     def _resolve_groups(self, sensitive_features, n_samples):
@@ -479,7 +483,7 @@ class DPSaddlePointClassifier(
                 )
         # The draws' pure-DP cap can put the best order at the end of the grid
         # on tiny data; the spend is valid and within the target either way.
-        spent = account(events, delta, warn=self.solver != "mirror")
+        spent = account(events, delta, warn=self.solver != "mirror", accountant="pld")
         if spent.epsilon > self.epsilon * (1 + 1e-9):
             raise RuntimeError("Internal error: the run spent more than its target.")
         if self.fit_intercept:

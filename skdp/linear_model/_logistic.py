@@ -45,7 +45,7 @@ def _calibrate(plan, epsilon, delta, neighbouring):
     key = (plan.cache_key(), float(epsilon), float(delta), neighbouring)
     if key not in _CALIBRATION_CACHE:
         _CALIBRATION_CACHE[key] = calibrate_noise_multiplier(
-            plan.events, epsilon, delta, neighbouring=neighbouring
+            plan.events, epsilon, delta, neighbouring=neighbouring, accountant="pld"
         )
         if len(_CALIBRATION_CACHE) > _CALIBRATION_CACHE_SIZE:
             _CALIBRATION_CACHE.popitem(last=False)
@@ -64,7 +64,10 @@ def _calibration_noise(epsilon, delta, neighbouring):
     """Noise of the temperature release spending ``epsilon`` alone.
 
     In units of the bound on one row's contribution, whose sensitivity is 2
-    of them under replace-one and 1 under add/remove.
+    of them under replace-one and 1 under add/remove. Measured by the
+    accountant that will account the whole run: exact Gaussian DP under
+    add/remove (where the run gets the numerical PLD), Rényi DP under
+    replace-one (where Poisson and cyclic runs are Rényi-accounted).
     """
     sensitivity = temperature_sensitivity(neighbouring)
     z, _ = calibrate_noise_multiplier(
@@ -73,6 +76,7 @@ def _calibration_noise(epsilon, delta, neighbouring):
         delta,
         neighbouring=neighbouring,
         orders=_WIDE_ORDERS,
+        accountant="pld" if neighbouring == "add-remove" else "rdp",
     )
     return z * sensitivity
 
@@ -188,17 +192,22 @@ class DPLogisticRegression(
     **Privacy.** Unit of privacy: one row of ``(X, y)``. Neighbouring relation:
     replace-one by default (add/remove for Poisson batches on request). Public:
     the number of rows, the classes present, ``row_norm`` and every parameter.
-    Accountant: Rényi DP. Cyclic and shuffled batches report the smaller of the
+    Accountant: the smallest valid bound, named in ``privacy_spent_``.
+    Cyclic and shuffled batches report the smaller of the Rényi-DP
     composition bound (valid for any loss) and the last-iterate bound by shifted
     Rényi divergence (valid when clipping is inactive and only the last iterate
     is returned, which the ``"auto"`` settings guarantee for these samplers);
     shuffled order also averages over the secret position
-    of the differing record. Poisson batches use the subsampled Gaussian bound
-    (replace-one via the weak triangle inequality). Budget split: the
+    of the differing record. Poisson batches use the subsampled Gaussian
+    bound: under replace-one its Rényi curve (via the weak triangle
+    inequality); under add/remove also the numerical privacy loss
+    distribution of the same steps (``accountant="pld"``: 7-16% smaller
+    epsilon at the same noise on the benchmarks' settings; Opacus's default
+    accountant is of this kind), the smaller reported. Budget split: the
     temperature release (``calibration_share``, by default a tenth of
     ``epsilon`` measured alone) is a Gaussian mechanism on a sum of per-row
     vectors of bounded norm; the training noise is then calibrated so that the
-    training run and that release, composed on the Rényi curves, meet
+    training run and that release, composed by the same accountant, meet
     ``epsilon``. DP-SGLD is accounted by the same bounds, never by the
     DP-SGLD paper's Theorem 3.1, which is false for minibatches.
     """
@@ -368,7 +377,12 @@ class DPLogisticRegression(
         plan = self._plan(n_samples, n_classes, delta)
         if self.epsilon is None:
             z = float(self.noise_multiplier)
-            spent = account(plan.events(z), delta, neighbouring=self.neighbouring)
+            spent = account(
+                plan.events(z),
+                delta,
+                neighbouring=self.neighbouring,
+                accountant="pld",
+            )
         else:
             z, spent = _calibrate(plan, self.epsilon, delta, self.neighbouring)
         return plan, z, spent, delta
@@ -420,7 +434,7 @@ class DPLogisticRegression(
                 sample_weight=weights,
                 verbose=self.verbose,
             )
-        spent = account(events, delta, neighbouring=self.neighbouring)
+        spent = account(events, delta, neighbouring=self.neighbouring, accountant="pld")
         if spent.epsilon > (self.epsilon or math.inf) * (1 + 1e-9):
             raise RuntimeError("Internal error: the run spent more than its target.")
         if self.fit_intercept:
