@@ -167,7 +167,23 @@ def calibrate_noise_multiplier(
                     f"No noise multiplier up to {_Z_MAX:g} reaches epsilon="
                     f"{target_epsilon} at delta={delta}; raise the target."
                 )
-    eps_hi = epsilon(hi)
+    hi, _ = _bisect(epsilon, lo, hi, epsilon(hi), target_epsilon)
+    if accountant == "pld":
+        tight = _calibrate_tight(
+            make_events, target_epsilon, delta, neighbouring, orders, hi
+        )
+        if tight is not None:
+            return tight
+    spent = account(make_events(hi), delta, neighbouring=neighbouring, orders=orders)
+    return hi, spent
+
+
+def _bisect(epsilon, lo, hi, eps_hi, target_epsilon):
+    """Bisect ``[lo, hi]`` on a log scale keeping ``epsilon(hi) <= target``.
+
+    Stops once ``epsilon(hi)`` is within ``_TARGET_RTOL`` below the target (or
+    the bracket is a float apart); returns ``(hi, epsilon(hi))``.
+    """
     for _ in range(_MAX_BISECTIONS):
         if eps_hi >= (1.0 - _TARGET_RTOL) * target_epsilon or hi / lo < 1 + 1e-12:
             break
@@ -177,14 +193,7 @@ def calibrate_noise_multiplier(
             hi, eps_hi = mid, eps_mid
         else:
             lo = mid
-    if accountant == "pld":
-        tight = _calibrate_tight(
-            make_events, target_epsilon, delta, neighbouring, orders, hi
-        )
-        if tight is not None:
-            return tight
-    spent = account(make_events(hi), delta, neighbouring=neighbouring, orders=orders)
-    return hi, spent
+    return hi, eps_hi
 
 
 def _calibrate_tight(make_events, target_epsilon, delta, neighbouring, orders, z_rdp):
@@ -216,15 +225,7 @@ def _calibrate_tight(make_events, target_epsilon, delta, neighbouring, orders, z
         hi, eps_hi = lo, eps_lo
         if lo < _Z_MIN:
             break
-    for _ in range(_MAX_BISECTIONS):
-        if eps_hi >= (1.0 - _TARGET_RTOL) * target_epsilon or hi / lo < 1 + 1e-9:
-            break
-        mid = math.sqrt(lo * hi)
-        eps_mid = tight(mid)
-        if eps_mid <= target_epsilon:
-            hi, eps_hi = mid, eps_mid
-        else:
-            lo = mid
+    hi, eps_hi = _bisect(tight, lo, hi, eps_hi, target_epsilon)
     spent = account(
         make_events(hi),
         delta,
