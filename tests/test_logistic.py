@@ -115,6 +115,46 @@ def test_privacy_plan_without_data_equals_fit():
     assert not hasattr(DPLogisticRegression(), "privacy_spent_")
 
 
+def test_auto_poisson_step_shrinks_only_at_small_n_times_epsilon():
+    # The "auto" Poisson step is 64 / (beta + alpha) unless the steps would
+    # travel further than travel * n * epsilon (in units of 1 / (beta +
+    # alpha)): a function of public inputs only (n, epsilon, the relation).
+    common = dict(
+        n_classes=2,
+        row_norm=2.0,
+        batch_size=100,
+        epochs="auto",
+        sampling="poisson",
+        solver="dp-sgd",
+        learning_rate="auto",
+        lr_schedule="constant",
+        l2=1e-4,
+        l1=0.0,
+        clip_norm="auto",
+        projection_radius=None,
+    )
+    unit = 1.0 / (2.0**2 / 4.0 + 1e-4)  # 1 / (beta + alpha), binary, R = 2
+    # 16 * n * 2 over 30 * n / 100 steps is above 64: the 64x step.
+    large = make_plan(n_samples=100_000, epsilon=2.0, **common)
+    assert large.learning_rates[0] == pytest.approx(64 * unit)
+    # n = 1000, 10 batches x 30 epochs = 300 steps; 16 * 1000 * 0.1 = 1600.
+    small = make_plan(n_samples=1000, epsilon=0.1, **common)
+    assert np.all(small.learning_rates == pytest.approx(1600 / 300 * unit))
+    # Add/remove: half the sensitivity, twice the travel.
+    added = make_plan(n_samples=1000, epsilon=0.1, neighbouring="add-remove", **common)
+    assert added.learning_rates[0] == pytest.approx(2 * small.learning_rates[0])
+    # A fixed noise multiplier (no target epsilon), cyclic batches, DP-SGLD
+    # and an explicit learning rate keep their steps.
+    fixed = make_plan(n_samples=1000, epsilon=None, **common)
+    assert fixed.learning_rates[0] == pytest.approx(64 * unit)
+    cyclic = make_plan(n_samples=1000, epsilon=0.1, **{**common, "sampling": "cyclic"})
+    assert cyclic.learning_rates[0] == pytest.approx(unit)
+    sgld = make_plan(n_samples=1000, epsilon=0.1, **{**common, "solver": "dp-sgld"})
+    assert sgld.learning_rates[0] == pytest.approx(64 * unit)
+    given = make_plan(n_samples=1000, epsilon=0.1, **{**common, "learning_rate": 3.0})
+    assert given.learning_rates[0] == 3.0
+
+
 @pytest.mark.parametrize(
     ("sampling", "epsilon", "epochs"),
     [
