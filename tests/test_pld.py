@@ -236,3 +236,11 @@ def test_estimators_report_the_tight_bound():
     fair.fit(X, y, sensitive_features=groups)
     assert fair.privacy_spent_.accountant == "gdp"
     assert 0.97 <= fair.privacy_spent_.epsilon <= 1.0
+
+
+def test_tiny_delta_and_many_steps_stay_finite():
+    # The tail cut-off must not round 1 - tau to 1 (tau ~ 1e-19 here).
+    event = PoissonGaussianEvent(1e-3, 1.0, count=100_000)
+    rdp = account(event, 1e-10, neighbouring="add-remove", warn=False)
+    tight = account(event, 1e-10, neighbouring="add-remove", accountant="pld")
+    assert math.isfinite(tight.epsilon) and tight.epsilon <= rdp.epsilon

@@ -67,7 +67,7 @@ _ETA_SHARE = 1e-2
 _TAIL_SHARE = 1e-3
 # Largest lattice (points) the numerical PLD builds; beyond it the caller keeps
 # the Rényi bound.
-_MAX_POINTS = 1 << 22
+_MAX_POINTS = 1 << 21
 # Gauss-Legendre nodes for the within-cell mean of one step's loss.
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(6)
 
@@ -117,6 +117,10 @@ def gaussian_dp_epsilon(mu, delta):
     return hi
 
 
+class _TooLarge(Exception):
+    """The lattice outgrew ``_MAX_POINTS``: the caller keeps the Rényi bound."""
+
+
 class _Lattice:
     """A distribution on ``(offset + arange(len(p))) * h`` plus mass at +inf."""
 
@@ -148,6 +152,8 @@ class _Lattice:
                 * math.log2(n_out)
                 * float(np.linalg.norm(a) * np.linalg.norm(b))
             )
+        if n_out > _MAX_POINTS:
+            raise _TooLarge
         inf = 1.0 - (1.0 - self.inf) * (1.0 - other.inf)
         out = _Lattice(
             self.offset + other.offset, p, inf, self.slack + other.slack + error
@@ -256,7 +262,7 @@ def _step_lattice(q, z, direction, h, tau):
         return _mixture_mass(x_of(-b), x_of(-a), z, mix_q)
 
     # Range of the loss kept on the lattice.
-    x_hi = (1.0 if sign > 0 else 0.0) + z * special.ndtri(1.0 - tau)
+    x_hi = (1.0 if sign > 0 else 0.0) + z * -special.ndtri(tau)
     l_hi = float(np.log1p(q * np.expm1((2.0 * x_hi - 1.0) / (2.0 * z * z))))
     l_inf = math.log1p(-q)  # infimum of l
     if sign > 0:
@@ -265,7 +271,7 @@ def _step_lattice(q, z, direction, h, tau):
         lo, hi = -l_hi, -l_inf
     k_lo, k_hi = math.floor(lo / h), math.ceil(hi / h)
     if k_hi - k_lo + 1 > _MAX_POINTS:
-        return None
+        raise _TooLarge
     levels = np.arange(k_lo, k_hi + 1) * h
     cell_lo, cell_hi = levels[:-1], levels[1:]
     cell_mass = mass(cell_lo, cell_hi)
@@ -299,7 +305,7 @@ def _gaussian_lattice(mu, h):
     k_lo = math.floor((mean - 40.0 * sd) / h)
     k_hi = math.ceil((mean + 40.0 * sd) / h)
     if k_hi - k_lo + 1 > _MAX_POINTS:
-        return None
+        raise _TooLarge
     levels = np.arange(k_lo, k_hi + 1) * h
     a, b = (levels[:-1] - mean) / sd, (levels[1:] - mean) / sd
     cell_mass = np.maximum(special.ndtr(b) - special.ndtr(a), 0.0)
@@ -372,25 +378,27 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
     slack = rel_slack * reference
     h = slack / math.sqrt(0.5 * n_rounded * math.log(1.0 / eta))
     tau = _TAIL_SHARE * delta / (4.0 * (n_rounded + 64))
+    try:
+        worst = _worst_direction(steps, gauss_mu2, h, tau, delta - eta)
+    except _TooLarge:
+        return None
+    if not math.isfinite(worst):
+        return None
+    return max(0.0, worst + slack), "pld"
+
+
+def _worst_direction(steps, gauss_mu2, h, tau, budget):
+    """Lattice epsilon at ``budget`` (less FFT slack), the larger direction."""
     worst = -math.inf
     for direction in ("remove", "add"):
         total = _Lattice.point()
         for q, z, n in steps:
-            step = _step_lattice(q, z, direction, h, tau)
-            if step is None:
-                return None
-            total = total.convolve(step.power(n, tau), tau)
-            if total.p.size > _MAX_POINTS:
-                return None
+            total = total.convolve(
+                _step_lattice(q, z, direction, h, tau).power(n, tau), tau
+            )
         if gauss_mu2 > 0:
-            gauss = _gaussian_lattice(math.sqrt(gauss_mu2), h)
-            if gauss is None:
-                return None
-            total = total.convolve(gauss, tau)
-        budget = delta - eta - total.slack
-        if budget <= 0:
-            return None
-        worst = max(worst, total.epsilon(h, budget))
-    if not math.isfinite(worst):
-        return None
-    return max(0.0, worst + slack), "pld"
+            total = total.convolve(_gaussian_lattice(math.sqrt(gauss_mu2), h), tau)
+        if budget - total.slack <= 0:
+            return math.inf
+        worst = max(worst, total.epsilon(h, budget - total.slack))
+    return worst
