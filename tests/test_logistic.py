@@ -156,24 +156,31 @@ def test_auto_poisson_step_shrinks_only_at_small_n_times_epsilon():
 
 
 @pytest.mark.parametrize(
-    ("sampling", "epsilon", "epochs"),
+    ("sampling", "epsilon", "neighbouring", "epochs"),
     [
-        ("poisson", 0.5, 30),
-        ("poisson", 2.0, 30),
-        ("poisson", 4.0, 60),
-        ("poisson", 100.0, 120),
-        ("poisson", None, 30),
-        ("shuffle", 8.0, 10),
-        ("cyclic", 0.5, 10),
+        ("poisson", 0.5, "replace-one", 30),
+        ("poisson", 2.0, "replace-one", 30),
+        ("poisson", 4.0, "replace-one", 60),
+        ("poisson", 100.0, "replace-one", 120),
+        ("poisson", None, "replace-one", 30),
+        ("poisson", 1.0, "add-remove", 30),
+        ("poisson", 2.0, "add-remove", 60),
+        ("poisson", 8.0, "add-remove", 120),
+        ("poisson", None, "add-remove", 30),
+        ("shuffle", 8.0, "replace-one", 10),
+        ("cyclic", 0.5, "replace-one", 10),
     ],
 )
-def test_auto_epochs_depend_on_sampler_and_target_only(sampling, epsilon, epochs):
+def test_auto_epochs_depend_on_sampler_target_and_relation_only(
+    sampling, epsilon, neighbouring, epochs
+):
     X, y = binary_data()
     est = DPLogisticRegression(
         epsilon=epsilon,
         noise_multiplier=None if epsilon else 2.0,
         batch_sampling=sampling,
         batch_size=100,
+        neighbouring=neighbouring,
         random_state=0,
     )
     est.fit(X, y)

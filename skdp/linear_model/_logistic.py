@@ -124,8 +124,9 @@ class DPLogisticRegression(
         Batch size (expected size for Poisson); capped at ``n``.
     epochs : int or "auto", default="auto"
         Passes over the data. ``"auto"``: for Poisson batches 30, or
-        ``15 * epsilon`` (at most 120) when that is more (a larger budget buys
-        more steps at the same noise); 10 for cyclic and shuffled batches
+        ``15 * epsilon`` (``30 * epsilon`` under add/remove, whose noise is
+        smaller at the same epsilon; at most 120) when that is more (a larger
+        budget buys more steps at the same noise); 10 for cyclic and shuffled batches
         (whose last-iterate bound grows with every pass). Measured in
         docs/benchmarks.md.
     learning_rate : float or "auto", default="auto"
