@@ -2,7 +2,6 @@
 
 import argparse
 import json
-import math
 import sys
 import warnings
 
@@ -61,8 +60,8 @@ def _add_account_parser(subparsers):
         help=(
             "pld (default): the smallest valid bound, Rényi DP or, where they "
             "apply, exact Gaussian DP and the numerical privacy loss distribution "
-            "of Poisson batches under add-remove (what DPLogisticRegression "
-            "reports); rdp: Rényi DP only"
+            "of Poisson batches (what DPLogisticRegression reports); rdp: Rényi "
+            "DP only"
         ),
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -143,7 +142,7 @@ def _run_account(args):
         "epsilon": spent.epsilon,
         "delta": spent.delta,
         "noise_multiplier": z,
-        "order": spent.order if math.isfinite(spent.order) else None,
+        "order": spent.order if spent.accountant == "rdp" else None,
         "bound": spent.bound,
         "neighbouring": spent.neighbouring,
         "sampling": args.sampling,

@@ -136,7 +136,11 @@ def test_poisson_with_a_gaussian_release():
 @pytest.mark.parametrize(
     "events, relation",
     [
-        ([PoissonGaussianEvent(0.01, 1.5, count=100)], "replace-one"),
+        # A replace-one Gaussian event's per-record bound is unknown: no chain.
+        (
+            [PoissonGaussianEvent(0.01, 1.5, count=100), GaussianEvent(9.0)],
+            "replace-one",
+        ),
         ([ExponentialMechanismEvent(0.1, count=3), GaussianEvent(5.0)], "add-remove"),
     ],
 )
@@ -145,6 +149,7 @@ def test_falls_back_to_renyi_where_no_tight_bound_applies(events, relation):
     tight = account(events, 1e-5, neighbouring=relation, accountant="pld", warn=False)
     assert tight.accountant == "rdp" and tight.epsilon == rdp.epsilon
     assert tight.order == rdp.order
+    assert tight == rdp  # events are not compared
 
 
 @pytest.mark.parametrize("target", [0.1, 1.0, 8.0])
@@ -167,7 +172,7 @@ def test_calibration_on_the_tight_bound(target):
 
 def test_calibration_falls_back_to_renyi():
     def make_events(z):
-        return [PoissonGaussianEvent(0.02, z, count=300)]
+        return [PoissonGaussianEvent(0.02, z, count=300), GaussianEvent(3 * z)]
 
     plain = calibrate_noise_multiplier(make_events, 1.0, 1e-5)
     tight = calibrate_noise_multiplier(make_events, 1.0, 1e-5, accountant="pld")
@@ -229,8 +234,13 @@ def test_estimators_report_the_tight_bound():
         neighbouring="add-remove",
     )
     assert renyi.epsilon > 1.0
+    # Replace-one (the default): the chain through the data set without the
+    # record, temperature release included.
     replace_one = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
-    assert replace_one.privacy_spent_.accountant == "rdp"
+    assert replace_one.privacy_spent_.accountant == "pld"
+    assert 0.97 <= replace_one.privacy_spent_.epsilon <= 1.0
+    cyclic = DPLogisticRegression(epsilon=1.0, batch_sampling="cyclic").fit(X, y)
+    assert cyclic.privacy_spent_.accountant == "rdp"
     groups = (X[:, 0] > 0).astype(int)
     fair = DPSaddlePointClassifier(epsilon=1.0, groups=[0, 1], random_state=0)
     fair.fit(X, y, sensitive_features=groups)
@@ -244,3 +254,62 @@ def test_tiny_delta_and_many_steps_stay_finite():
     rdp = account(event, 1e-10, neighbouring="add-remove", warn=False)
     tight = account(event, 1e-10, neighbouring="add-remove", accountant="pld")
     assert math.isfinite(tight.epsilon) and tight.epsilon <= rdp.epsilon
+
+
+def _replace_one_step_delta(q, z, eps, shift):
+    """Exact delta of one step between ``(1-q) N(0) + q N(1)`` and the record
+    replaced by one contributing ``shift`` (``-1``: antipodal; ``0``: none)."""
+    p = lambda x: (1 - q) * stats.norm.pdf(x, 0, z) + q * stats.norm.pdf(x, 1, z)  # noqa: E731
+    r = lambda x: (1 - q) * stats.norm.pdf(x, 0, z) + q * stats.norm.pdf(x, shift, z)  # noqa: E731
+    lo, hi = -1 - 14 * z, 1 + 14 * z
+    forward, _ = integrate.quad(
+        lambda x: max(0.0, p(x) - math.exp(eps) * r(x)), lo, hi, limit=400
+    )
+    backward, _ = integrate.quad(
+        lambda x: max(0.0, r(x) - math.exp(eps) * p(x)), lo, hi, limit=400
+    )
+    return max(forward, backward)
+
+
+@pytest.mark.parametrize("q", [0.01, 0.2, 0.7])
+@pytest.mark.parametrize("z", [0.8, 2.0, 5.0])
+def test_replace_one_chain_against_quadrature(q, z):
+    delta = 1e-5
+    event = PoissonGaussianEvent(q, z)
+    rdp = account(event, delta, warn=False)
+    tight = account(event, delta, accountant="pld")
+    assert tight.epsilon <= rdp.epsilon
+    # Sound on the worst pairs we know: the antipodal record, and a record
+    # that contributes nothing (the add/remove pair).
+    for shift in (-1.0, 0.0):
+        assert _replace_one_step_delta(q, z, tight.epsilon, shift) <= delta * (1 + 1e-6)
+
+
+@pytest.mark.parametrize(
+    "q, z, steps, delta",
+    [
+        (256 / 36631, 4.077, 4290, 1e-5),  # Adult's replace-one default at eps 1
+        (256 / 36631, 33.4, 4290, 1e-5),  # and at eps 0.1
+        (256 / 1347, 8.264, 180, 1347**-1.1),
+        (0.05, 1.2, 100, 1e-5),
+    ],
+)
+def test_replace_one_chain_between_add_remove_and_renyi(q, z, steps, delta):
+    event = PoissonGaussianEvent(q, z, count=steps)
+    rdp = account(event, delta, warn=False)
+    tight = account(event, delta, accountant="pld")
+    add_remove = account(event, delta, neighbouring="add-remove", accountant="pld")
+    assert tight.accountant == "pld"
+    assert tight.bound == "poisson-subsampled-gaussian (replace-one: remove, then add)"
+    assert add_remove.epsilon < tight.epsilon < 0.95 * rdp.epsilon
+
+
+def test_full_batch_events_are_gaussian_under_both_relations():
+    event = PoissonGaussianEvent(1.0, 3.0, count=5)
+    for relation, z in (("replace-one", 1.5), ("add-remove", 3.0)):
+        spent = account(event, 1e-5, neighbouring=relation, accountant="pld")
+        assert spent.accountant == "gdp"
+        assert spent.epsilon == pytest.approx(
+            gaussian_dp_epsilon(math.sqrt(5) / z, 1e-5)
+        )
+        assert account(event, 1e-5, neighbouring=relation).bound == "gaussian"

@@ -73,6 +73,11 @@ def _(event: GaussianEvent, orders, neighbouring):
 
 @event_rdp.register
 def _(event: PoissonGaussianEvent, orders, neighbouring):
+    if event.sampling_rate >= 1.0:
+        # Every record in every step: a plain Gaussian (sensitivity 2 clip
+        # norms under replace-one), named as such.
+        z = event.noise_multiplier / (2.0 if neighbouring == "replace-one" else 1.0)
+        return _named(event.count * gaussian_rdp(orders, z), "gaussian")
     if neighbouring == "add-remove":
         curve = poisson_gaussian_rdp(
             orders, event.sampling_rate, event.noise_multiplier

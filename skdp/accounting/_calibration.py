@@ -94,8 +94,20 @@ def _tighter(spent, pairs, delta, neighbouring, rel_slack, warn):
             # Re-run the conversion for its end-of-grid warning only.
             rdp_to_epsilon(spent.orders, spent.rdp, delta, warn=True)
         return spent
-    epsilon, name = tight
-    return replace(spent, epsilon=epsilon, accountant=name, order=math.nan)
+    return _with_tight(spent, *tight)
+
+
+# The Rényi name of a replace-one Poisson bound, and what the PLD uses instead.
+_WEAK_TRIANGLE = "(replace-one by weak triangle)"
+_CHAIN = "(replace-one: remove, then add)"
+
+
+def _with_tight(spent, epsilon, accountant):
+    """``spent`` reporting a tight ``epsilon``, its bound named accordingly."""
+    bound = spent.bound
+    if accountant == "pld":
+        bound = bound.replace(_WEAK_TRIANGLE, _CHAIN)
+    return replace(spent, epsilon=epsilon, accountant=accountant, bound=bound)
 
 
 def calibrate_noise_multiplier(
@@ -236,5 +248,5 @@ def _calibrate_tight(make_events, target_epsilon, delta, neighbouring, orders, z
     if spent.epsilon > eps_hi:
         # The finer report came out above the search's (both valid): keep the
         # search's bound, which met the target.
-        spent = replace(spent, epsilon=eps_hi, accountant=names.pop(), order=math.nan)
+        spent = _with_tight(spent, eps_hi, names.pop())
     return hi, spent

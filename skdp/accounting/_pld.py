@@ -11,8 +11,8 @@ tight alternatives, used where they apply and reported only when smaller:
   (epsilon, delta(epsilon)) with ``delta(eps) = Phi(-eps/mu + mu/2) -
   exp(eps) Phi(-eps/mu - mu/2)`` (ibid., Corollary 2.13; Balle and Wang 2018,
   Theorem 8). No approximation.
-- **Poisson-subsampled Gaussian steps under add/remove** (DP-SGD with Poisson
-  batches), possibly with Gaussian releases: the privacy loss distribution
+- **Poisson-subsampled Gaussian steps** (DP-SGD with Poisson batches),
+  possibly with Gaussian releases, under add/remove: the privacy loss distribution
   (PLD) of the dominating pair of one step, ``P = (1-q) N(0, z^2) + q N(1, z^2)``
   against ``Q = N(0, z^2)`` (remove) and the reverse pair (add), composed by
   convolution (Koskela, Jälkö, Honkela 2020; Zhu, Dong, Wang 2022, Theorem 10
@@ -20,6 +20,8 @@ tight alternatives, used where they apply and reported only when smaller:
   argument). The hockey-stick divergence of the composition is
   ``delta(eps) = E[(1 - exp(eps - L))_+]`` with ``L`` the sum of the steps'
   privacy losses, and the answer is the larger over the two directions.
+  Under replace-one: the two directions chained through the data set without
+  the record (group privacy, see :func:`pld_epsilon`).
 
 How the numerical PLD stays an upper bound (the proof, step by step):
 
@@ -334,6 +336,19 @@ def _gaussian_mu(pairs):
 def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
     """Tight epsilon of ``pairs`` at ``delta``, or None where it does not apply.
 
+    Under add/remove, the larger of the two directions' lattice epsilons.
+    Under replace-one, Poisson steps are accounted through the data set
+    without the record (replace = remove, then add): if the run is
+    ``(eps_1, delta_1)``-DP from ``D`` to ``D - x`` (the "remove" direction)
+    and ``(eps_2, delta_2)``-DP from ``D - x`` to ``D - x + x'`` (the "add"
+    direction), it is ``(eps_1 + eps_2, delta_1 + exp(eps_1) delta_2)``-DP
+    from ``D`` to ``D'`` (group privacy; the intermediate data set only
+    needs the mechanism, with the same public plan, to be defined on it).
+    The split of delta is optimised over a grid; by symmetry of the relation
+    the same bound holds from ``D'`` to ``D``. Replace-one Gaussian events
+    (whose multiplier is relative to a replace-one sensitivity, not a
+    per-record bound) are not chained: such mixtures keep the Rényi bound.
+
     Parameters
     ----------
     pairs : list of (event, count)
@@ -349,56 +364,103 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
     (epsilon, name) or None
         ``name`` is ``"gdp"`` (exact, all events Gaussian) or ``"pld"``.
         None if an event is neither Gaussian nor Poisson-subsampled Gaussian,
-        if Poisson steps run under replace-one (no dominating pair is proved
-        here), or if the lattice would be too large.
+        if Poisson steps under replace-one come with Gaussian events, or if
+        the lattice would be too large.
     """
     mu = _gaussian_mu(pairs)
     if mu is not None:
         return gaussian_dp_epsilon(mu, delta), "gdp"
-    if neighbouring != "add-remove":
-        return None
-    steps, gauss_mu2 = [], 0.0
+    steps, relation_mu2, record_mu2 = [], 0.0, 0.0
     for event, count in pairs:
+        if not isinstance(event, (GaussianEvent, PoissonGaussianEvent)):
+            return None
         n = count * event.count
         if isinstance(event, GaussianEvent):
-            gauss_mu2 += n / event.noise_multiplier**2
+            relation_mu2 += n / event.noise_multiplier**2
         elif isinstance(event, PoissonGaussianEvent):
             if event.sampling_rate >= 1.0:
-                gauss_mu2 += n / event.noise_multiplier**2
+                # Every record in: per-record sensitivity 1 (clip norm units).
+                record_mu2 += n / event.noise_multiplier**2
             elif event.sampling_rate > 0.0 and n > 0:
                 steps.append((event.sampling_rate, event.noise_multiplier, n))
-        else:
-            return None
+    replace_one = neighbouring == "replace-one"
     if not steps:
-        return gaussian_dp_epsilon(math.sqrt(gauss_mu2), delta), "gdp"
+        # Replacing a record moves a full sum by twice its bound.
+        mu2 = relation_mu2 + (4.0 if replace_one else 1.0) * record_mu2
+        return gaussian_dp_epsilon(math.sqrt(mu2), delta), "gdp"
+    if replace_one and relation_mu2 > 0:
+        return None
     if reference is None or not math.isfinite(reference) or reference <= 0:
         return None
-    n_rounded = sum(n for _, _, n in steps) + (1 if gauss_mu2 > 0 else 0)
-    eta = _ETA_SHARE * delta
-    slack = rel_slack * reference
+    n_rounded = sum(n for _, _, n in steps) + (
+        1 if relation_mu2 + record_mu2 > 0 else 0
+    )
+    # Replace-one spends a slack per hop and needs eta below the second hop's
+    # delta, which is at least a tenth of delta times exp(-reference).
+    # (A share whose second hop is below eta is skipped, so the cap on the
+    # exponent only costs tightness at huge epsilons.)
+    eta = (
+        _ETA_SHARE
+        * delta
+        * (1e-1 * math.exp(-min(reference, 30.0)) if replace_one else 1.0)
+    )
+    slack = rel_slack * reference / (2.0 if replace_one else 1.0)
     h = slack / math.sqrt(0.5 * n_rounded * math.log(1.0 / eta))
-    tau = _TAIL_SHARE * delta / (4.0 * (n_rounded + 64))
+    tau = _TAIL_SHARE * (eta / _ETA_SHARE) / (4.0 * (n_rounded + 64))
     try:
-        worst = _worst_direction(steps, gauss_mu2, h, tau, delta - eta)
+        lattices = {
+            direction: _direction_lattice(
+                steps, relation_mu2 + record_mu2, direction, h, tau
+            )
+            for direction in ("remove", "add")
+        }
     except _TooLarge:
         return None
-    if not math.isfinite(worst):
+    if replace_one:
+        epsilon = _chained_epsilon(lattices, h, delta, eta, slack)
+    else:
+        epsilon = max(
+            lattice.epsilon(h, delta - eta - lattice.slack) + slack
+            if delta - eta - lattice.slack > 0
+            else math.inf
+            for lattice in lattices.values()
+        )
+    if not math.isfinite(epsilon):
         return None
-    return max(0.0, worst + slack), "pld"
+    return max(0.0, epsilon), "pld"
 
 
-def _worst_direction(steps, gauss_mu2, h, tau, budget):
-    """Lattice epsilon at ``budget`` (less FFT slack), the larger direction."""
-    worst = -math.inf
-    for direction in ("remove", "add"):
-        total = _Lattice.point()
-        for q, z, n in steps:
-            total = total.convolve(
-                _step_lattice(q, z, direction, h, tau).power(n, tau), tau
-            )
-        if gauss_mu2 > 0:
-            total = total.convolve(_gaussian_lattice(math.sqrt(gauss_mu2), h), tau)
-        if budget - total.slack <= 0:
-            return math.inf
-        worst = max(worst, total.epsilon(h, budget - total.slack))
-    return worst
+def _direction_lattice(steps, gauss_mu2, direction, h, tau):
+    """The composed lattice PLD of one direction."""
+    total = _Lattice.point()
+    for q, z, n in steps:
+        total = total.convolve(
+            _step_lattice(q, z, direction, h, tau).power(n, tau), tau
+        )
+    if gauss_mu2 > 0:
+        total = total.convolve(_gaussian_lattice(math.sqrt(gauss_mu2), h), tau)
+    return total
+
+
+def _chained_epsilon(lattices, h, delta, eta, slack):
+    """Replace-one epsilon through the data set without the record.
+
+    ``eps_1 + eps_2`` minimised over the share of delta given to the first
+    hop, with ``delta_1 + exp(eps_1) delta_2 = delta`` and each hop's delta
+    covering its lattice delta, Hoeffding's ``eta`` and the FFT allowance.
+    """
+    remove, add = lattices["remove"], lattices["add"]
+    best = math.inf
+    for share in np.linspace(0.05, 0.95, 19):
+        budget_1 = share * delta - eta - remove.slack
+        if budget_1 <= 0:
+            continue
+        eps_1 = max(0.0, remove.epsilon(h, budget_1) + slack)
+        if not math.isfinite(eps_1):
+            continue
+        delta_2 = (1.0 - share) * delta * math.exp(-eps_1)
+        budget_2 = delta_2 - eta - add.slack
+        if budget_2 <= 0:
+            continue
+        best = min(best, eps_1 + add.epsilon(h, budget_2) + slack)
+    return best

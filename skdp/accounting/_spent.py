@@ -31,8 +31,8 @@ class PrivacySpent:
     neighbouring : str
         ``"replace-one"`` or ``"add-remove"``.
     order : float
-        The Rényi order at which the conversion was tightest (NaN when the
-        bound is not a Rényi one).
+        The Rényi order at which the Rényi conversion was tightest (that of
+        the Rényi bound, also when another accountant gave ``epsilon``).
     orders : tuple of float
         The grid of Rényi orders.
     rdp : tuple of float

@@ -64,10 +64,10 @@ def _calibration_noise(epsilon, delta, neighbouring):
     """Noise of the temperature release spending ``epsilon`` alone.
 
     In units of the bound on one row's contribution, whose sensitivity is 2
-    of them under replace-one and 1 under add/remove. Measured by the
-    accountant that will account the whole run: exact Gaussian DP under
-    add/remove (where the run gets the numerical PLD), Rényi DP under
-    replace-one (where Poisson and cyclic runs are Rényi-accounted).
+    of them under replace-one and 1 under add/remove. Measured by exact
+    Gaussian DP under add/remove and by Rényi DP under replace-one (as
+    before the tight accountants: the share is a convention, and either way
+    the whole run is calibrated to ``epsilon``).
     """
     sensitivity = temperature_sensitivity(neighbouring)
     z, _ = calibrate_noise_multiplier(
@@ -207,11 +207,12 @@ class DPLogisticRegression(
     is returned, which the ``"auto"`` settings guarantee for these samplers);
     shuffled order also averages over the secret position
     of the differing record. Poisson batches use the subsampled Gaussian
-    bound: under replace-one its Rényi curve (via the weak triangle
-    inequality); under add/remove also the numerical privacy loss
-    distribution of the same steps (``accountant="pld"``: 7-16% smaller
-    epsilon at the same noise on the benchmarks' settings; Opacus's default
-    accountant is of this kind), the smaller reported. Budget split: the
+    bound, both as a Rényi curve (under replace-one via the weak triangle
+    inequality) and as a numerical privacy loss distribution
+    (``accountant="pld"``; under replace-one through the data set without
+    the record: remove, then add), the smaller reported: the PLD gives
+    7-16% smaller epsilons at the same noise on the benchmarks' settings
+    (Opacus's default accountant is of this kind, add/remove only). Budget split: the
     temperature release (``calibration_share``, by default a tenth of
     ``epsilon`` measured alone) is a Gaussian mechanism on a sum of per-row
     vectors of bounded norm; the training noise is then calibrated so that the
