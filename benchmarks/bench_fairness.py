@@ -267,7 +267,7 @@ def fit_private(method, epsilon, seed, data, groups):
     return model, seconds
 
 
-def run_dataset(name, epsilons, seeds, adult_features="bins"):
+def run_dataset(name, epsilons, seeds, adult_features="bins", methods=PRIVATE):
     data = load(name, adult_features)
     X_tr, X_te, y_tr, y_te, g_tr, g_te, _ = data
     groups = np.unique(g_tr)  # public by construction of the benchmark
@@ -280,7 +280,7 @@ def run_dataset(name, epsilons, seeds, adult_features="bins"):
             X_tr @ coef + intercept, X_te @ coef + intercept, data, groups
         ),
     }
-    for method in PRIVATE:
+    for method in methods:
         per_eps = {}
         for epsilon in epsilons:
             runs, seconds = [], []
@@ -315,6 +315,8 @@ def table(name, results, epsilons, key, title, digits=4):
             f"| {method} (non-private) | " + " | ".join([value] * len(epsilons)) + " |"
         )
     for method in PRIVATE:
+        if method not in results:
+            continue
         cells = []
         for e in epsilons:
             mean, std = results[method][e][key]
@@ -327,6 +329,7 @@ def seconds_line(name, results, epsilons):
     parts = [
         f"{m} {np.mean([results[m][e]['seconds'][0] for e in epsilons]):.2f}s"
         for m in PRIVATE
+        if m in results
     ]
     return f"{name}: CPU seconds per fit (mean over epsilons): " + ", ".join(parts)
 
@@ -341,7 +344,7 @@ def plot(path_prefix, all_results, epsilons):
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.4))
     for ax, name in zip(np.atleast_1d(axes), names, strict=True):
         results = all_results[name]
-        for method in PRIVATE:
+        for method in (m for m in PRIVATE if m in results):
             means = [results[method][e]["test"][0] for e in epsilons]
             stds = [results[method][e]["test"][1] for e in epsilons]
             ax.errorbar(epsilons, means, yerr=stds, marker="o", capsize=2, label=method)
@@ -398,18 +401,30 @@ def main(argv=None):
         default="bins",
         help="adult_design_matrix with public bins (default) or without",
     )
+    parser.add_argument(
+        "--epsilons", nargs="*", type=float, default=list(EPSILONS), metavar="EPS"
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="*",
+        choices=PRIVATE,
+        default=list(PRIVATE),
+        help="private methods to run (default: all)",
+    )
     parser.add_argument("--plot", action="store_true", help="write docs/images PNG")
     parser.add_argument("--replot", metavar="OUTPUT", help="plot a saved run's output")
     args = parser.parse_args(argv)
     if args.replot:
         plot("docs/images/fairness_", *parse_output(args.replot))
         return
-    epsilons = (1.0, 8.0) if args.quick else EPSILONS
+    epsilons = (1.0, 8.0) if args.quick else tuple(args.epsilons)
     seeds = 2 if args.quick else args.seeds
     all_results = {}
     for name in args.datasets:
         start = time.perf_counter()
-        results, sizes = run_dataset(name, epsilons, seeds, args.adult_features)
+        results, sizes = run_dataset(
+            name, epsilons, seeds, args.adult_features, tuple(args.methods)
+        )
         all_results[name] = results
         print(f"### {name} (train group sizes {sizes}; {seeds} seeds)\n")
         print(table(name, results, epsilons, "test", "worst-group test log-loss"))

@@ -12,13 +12,16 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MaxAbsScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from skdp._solvers import _saddle as saddle
 from skdp._solvers._saddle import (
     _group_loss_sums,
     _scores,
+    _second_moment,
     _weighted_gradient,
     make_saddle_plan,
     project_capped_simplex,
 )
+from skdp._solvers._sgd import _row_norms, row_projection
 from skdp.accounting import DEFAULT_ORDERS, GaussianEvent, account, event_rdp
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.fairness import DPSaddlePointClassifier
@@ -106,10 +109,12 @@ def test_fit_spend_equals_plan():
     assert 0.97 * 2.0 <= est.privacy_spent_.epsilon <= 2.0
 
 
+@pytest.mark.parametrize("precondition", [False, True])
 @pytest.mark.parametrize("n_groups", [1, 2, 5])
-def test_budget_split_costs_one_gaussian(n_groups):
+def test_budget_split_costs_one_gaussian(n_groups, precondition):
     # Shares add to one: the run costs what one Gaussian with multiplier z costs.
     plan = make_saddle_plan(
+        precondition=precondition,
         n_samples=100,
         n_groups=n_groups,
         row_norm=np.sqrt(2.0),
@@ -220,6 +225,116 @@ def test_sensitivity_by_enumeration(clip_norm):
     if clip_norm != "auto":
         assert worst[0] == pytest.approx(bounds[0], rel=1e-9)
     assert worst[1] >= 0.9 * bounds[1]
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_second_moment_sensitivity_by_enumeration(fit_intercept):
+    """Replacing one record moves the upper triangle (diagonal included) of the
+    released ``sum_i a_i a_i^T`` of the projected rows by at most
+    ``sqrt(2) R^2`` (attained without an intercept by orthogonal rows of norm
+    ``R``)."""
+    row_norm = np.sqrt(3.0)
+    plan = make_saddle_plan(
+        n_samples=3,
+        n_groups=2,
+        row_norm=row_norm,
+        n_iter=1,
+        learning_rate="auto",
+        eta_p="auto",
+        l2=0.0,
+        clip_norm="auto",
+        max_loss=1.0,
+        precondition=True,
+    )
+    grid = [-3.0, -1.0, 0.0, 0.5, 1.0, 2.0]
+    xs = np.array(list(itertools.product(grid, repeat=2)))
+    scale, _ = row_projection(_row_norms(xs), row_norm, fit_intercept)
+    upper = np.triu_indices(2 + int(fit_intercept))
+    base = np.array([[1.0, -2.0], [0.5, 0.5]])
+    base_scale, _ = row_projection(_row_norms(base), row_norm, fit_intercept)
+    worst = 0.0
+    outs = []
+    for x, sc in zip(xs, scale, strict=True):
+        X = np.vstack([base, x])
+        moment = _second_moment(X, np.r_[base_scale, sc], fit_intercept)
+        np.testing.assert_allclose(moment, moment.T)
+        outs.append(moment[upper])
+    outs = np.array(outs)
+    worst = np.linalg.norm(outs[:, None] - outs[None, :], axis=2).max()
+    bound = plan.second_moment_sensitivity
+    assert bound == pytest.approx(np.sqrt(2.0) * row_norm**2)
+    assert worst <= bound * (1 + 1e-12)
+    if not fit_intercept:  # (_row_norms is not exact to the last bit)
+        assert worst == pytest.approx(bound, rel=1e-6)
+
+
+@pytest.mark.parametrize("z", [1e-4, 2.0, 50.0])
+def test_preconditioned_step_keeps_walk(z):
+    # The preconditioned "auto" step keeps the noise walk lr sqrt(T tr) s / n
+    # (second-moment norm, row weights 1 / n) within its radius, never exceeds
+    # its cap, and shortens by 1.5 / (n max_k v_k) for heavier rows.
+    n, trace = 500, 7.0
+    plan = make_saddle_plan(
+        n_samples=n,
+        n_groups=2,
+        row_norm=2.0,
+        n_iter=40,
+        learning_rate="auto",
+        eta_p="auto",
+        l2=0.0,
+        clip_norm="auto",
+        max_loss=2.0,
+        n_params=3,
+        precondition=True,
+    )
+    assert plan.precondition_share == saddle._PRECONDITION_SHARE
+    _, _, std = plan.noise_stds(z)
+    base = saddle._preconditioned_step(plan, z, 1.0 / n, trace)
+    assert base <= saddle._PRECONDITIONED_STEP
+    walk = base * np.sqrt(plan.n_iter * trace) * std / n
+    assert walk <= saddle._PRECONDITIONED_RADIUS * (1 + 1e-12)
+    heavy = saddle._preconditioned_step(plan, z, 3.0 / n, trace)
+    if base < saddle._PRECONDITIONED_STEP:
+        assert heavy == pytest.approx(base / 2)
+    if z == 1e-4:
+        assert base == heavy == saddle._PRECONDITIONED_STEP
+    # Above the size limit, no release and the identity geometry.
+    big = make_saddle_plan(
+        n_samples=n,
+        n_groups=2,
+        row_norm=2.0,
+        n_iter=40,
+        learning_rate="auto",
+        eta_p="auto",
+        l2=0.0,
+        clip_norm="auto",
+        max_loss=2.0,
+        n_params=saddle._PRECONDITION_MAX_PARAMS + 1,
+        precondition=True,
+    )
+    assert (
+        big.precondition_share == 0.0 and len(big.events(z)) == len(plan.events(z)) - 1
+    )
+
+
+@pytest.mark.parametrize("n_groups", [1, 3])
+def test_preconditioned_fit_spends_its_target(n_groups):
+    # precondition=True adds one release and takes its share from the
+    # gradients: same noise multiplier, same spend, within the target.
+    X, y, g = two_rule_data(n=400)
+    g = g if n_groups > 1 else np.zeros_like(g)
+    g = np.where(np.arange(g.size) % 7 == 0, 2, g) if n_groups == 3 else g
+    groups = list(range(n_groups))
+    plain = DPSaddlePointClassifier(epsilon=1.0, groups=groups, n_iter=30)
+    pre = DPSaddlePointClassifier(
+        epsilon=1.0, groups=groups, n_iter=30, precondition=True, random_state=0
+    )
+    pre.fit(X, y, sensitive_features=g)
+    plain.fit(X, y, sensitive_features=g)
+    assert pre.noise_multiplier_ == pytest.approx(plain.noise_multiplier_)
+    assert pre.privacy_spent_.epsilon == pytest.approx(plain.privacy_spent_.epsilon)
+    assert pre.privacy_spent_.epsilon <= 1.0
+    assert np.all(np.isfinite(pre.coef_))
 
 
 # --- utility --------------------------------------------------------------------

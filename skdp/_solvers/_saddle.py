@@ -25,6 +25,18 @@ What touches the data, and only through Gaussian noise (replace-one, a record
   one entry moves by at most ``B``; group changes, two entries by at most ``B``
   each: sensitivity ``sqrt(2) B``.
 
+- with ``precondition=True`` (at most 1000 coefficients), once, before the
+  first step, the upper triangle (diagonal included) of the second-moment matrix
+  ``sum_i a_i a_i^T`` of the projected rows (intercept column included,
+  ``||a_i|| <= R``): replacing ``a`` by ``a'`` moves it by ``Delta = a a^T -
+  a' a'^T``, whose upper triangle has squared norm ``(||Delta||_F^2 + sum_j
+  Delta_jj^2) / 2``; ``||Delta||_F^2 = ||a||^4 + ||a'||^4 - 2 (a . a')^2 <=
+  2 R^4`` and ``sum_j Delta_jj^2 <= sum_j a_j^4 + sum_j a'_j^4 <= 2 R^4``, so
+  the sensitivity is ``sqrt(2) R^2`` (attained by orthogonal rows of norm
+  ``R``). Its noisy release ``S`` gives the preconditioner ``P = (S_+ + lam
+  I)^-1`` (post-processing; ``lam`` the noise's expected spectral norm, public)
+  applied to every released gradient.
+
 Each release is a Gaussian mechanism (PRIVACY.md section 1); their Rényi curves
 add under adaptive composition. Everything else (the floored noisy counts, the
 cap on the adversary's weights, the exponentiated-gradient step on the noisy
@@ -56,6 +68,13 @@ epsilon 0.5). Three public, data-free rules keep it stable:
   into the model stays at most 1.5 times the planned one (the smoothness
   term is left as is). ``v`` comes from earlier releases, so the rule is
   post-processing;
+- with the preconditioner (off by default: see ``_PRECONDITION_SHARE``), the
+  step is taken in its geometry: at most 4, and
+  the noise walk ``lr sqrt(T) P xi`` measured in the released second-moment
+  norm, ``lr sqrt(T tr(P S P)) s``, stays within a radius of 1 (with the same
+  1.5 / (n max_k v_k) shortening). The noise then goes mostly into the flat
+  directions of the data, where it moves the loss least, and the steep ones
+  (the intercept and mean direction) get short steps;
 - the model returned is the average of the last half of the iterates (suffix
   averaging, Rakhlin, Shamir and Sridharan, ICML 2012), which forgets the
   early, unconverged iterates.
@@ -123,12 +142,35 @@ _AUTO_CLIP_FRACTION = 0.6
 # it is limited by noise (benefits 0.725 / 0.675 against 0.711 / 0.664 at
 # epsilon 0.5 / 1; two-rule 0.567 against 0.554 at 0.5).
 _TAIL_FRACTION = 0.5
+# Preconditioner (``_private_preconditioner``, ``precondition=True``): this
+# share of the budget releases the second-moment matrix of the rows once
+# (taken from the gradients' share); the ridge is this multiple of the noise's
+# expected spectral norm; the preconditioned "auto" step is at most
+# _PRECONDITIONED_STEP and keeps the noise walk, measured in the released
+# second-moment norm, within _PRECONDITIONED_RADIUS. Skipped above
+# _PRECONDITION_MAX_PARAMS coefficients (a D x D matrix and its
+# eigendecomposition). Off by default: measured with bench_fairness.py (5
+# seeds, worst-group test log-loss at eps 0.5 / 1 / 2 / 4 / 8, off -> on):
+# adult-sex 0.3938 / 0.3848 / 0.3788 / 0.3776 / 0.3773 -> 0.3958 / 0.3848 /
+# 0.3782 / 0.3749 / 0.3731; adult-sex-race 0.3972 / 0.3862 / 0.3801 / 0.3771 /
+# 0.3765 -> 0.3994 / 0.3880 / 0.3800 / 0.3765 / 0.3741; benefits 0.6948 /
+# 0.6461 / 0.6187 / 0.6108 / 0.6060 -> 0.6465 / 0.6356 / 0.6255 / 0.6169 /
+# 0.6104; diabetes 0.7845 / 0.7385 / 0.6900 / 0.6400 / 0.6178 -> 0.7051 /
+# 0.6954 / 0.6661 / 0.6202 / 0.5953 (accuracy 0.535 -> 0.486 at eps 0.5).
+# Tuning (2 seeds): radius 0.5 benefits eps 0.5 0.6307, adult-sex-race 0.4117;
+# radius 2: 0.6997 / 0.4036; ridge 2, or share 0.1 with ridge 0.5: no better.
+_PRECONDITION_SHARE = 0.05
+_PRECONDITION_RIDGE = 1.0
+_PRECONDITIONED_STEP = 4.0
+_PRECONDITIONED_RADIUS = 1.0
+_PRECONDITION_MAX_PARAMS = 1000
 # Floor on the noisy group counts used as denominators (post-processing).
 _MIN_COUNT = 1.0
 # Sensitivity constants (replace-one, see the module docstring).
 _COUNT_SENSITIVITY = math.sqrt(2.0)
 _GRADIENT_SENSITIVITY_FACTOR = 2.0
 _LOSS_SENSITIVITY_FACTOR = math.sqrt(2.0)
+_SECOND_MOMENT_SENSITIVITY_FACTOR = math.sqrt(2.0)
 _LOG_INTERVAL = 50
 
 
@@ -175,13 +217,31 @@ class SaddlePlan:
     smoothness: float
     weight_cap: float | None
     learning_rate: float | None
+    row_norm: float = 0.0
+    precondition_share: float = 0.0
 
     @property
     def shares(self):
         """Budget shares ``(counts, losses, gradients)`` of the Rényi curve."""
         if self.n_groups == 1:
-            return 0.0, 0.0, 1.0
-        return _COUNT_SHARE, _LOSS_SHARE, _GRADIENT_SHARE
+            return 0.0, 0.0, 1.0 - self.precondition_share
+        return _COUNT_SHARE, _LOSS_SHARE, _GRADIENT_SHARE - self.precondition_share
+
+    @property
+    def second_moment_sensitivity(self):
+        """L2 sensitivity of the upper triangle of ``sum_i a_i a_i^T``.
+
+        ``sqrt(2) R^2`` for rows ``a_i`` (intercept column included) of norm
+        at most ``R = row_norm``: see :func:`_private_preconditioner`.
+        """
+        return _SECOND_MOMENT_SENSITIVITY_FACTOR * self.row_norm**2
+
+    def second_moment_std(self, noise_multiplier):
+        """Noise std of each upper-triangle entry of the second-moment release."""
+        if not self.precondition_share:
+            return None
+        z = float(noise_multiplier) / math.sqrt(self.precondition_share)
+        return z * self.second_moment_sensitivity
 
     def noise_multipliers(self, noise_multiplier):
         """Per-release noise multipliers (std / sensitivity), or None if unused.
@@ -261,6 +321,9 @@ class SaddlePlan:
         if z_loss is not None:
             events.append(GaussianEvent(z_loss, count=self.n_iter))
         events.append(GaussianEvent(z_grad, count=self.n_iter))
+        if self.precondition_share:
+            z_moment = float(noise_multiplier) / math.sqrt(self.precondition_share)
+            events.append(GaussianEvent(z_moment))
         return events
 
 
@@ -277,6 +340,7 @@ def make_saddle_plan(
     max_loss,
     n_params=1,
     weight_cap=None,
+    precondition=False,
 ):
     """Build the :class:`SaddlePlan` of a run from public quantities.
 
@@ -288,9 +352,13 @@ def make_saddle_plan(
     ``eta_p="auto"`` is the Hedge step ``sqrt(8 log K / T) / max_loss`` for
     losses in ``[0, max_loss]``.
     ``n_params`` (coefficients, intercept included) enters the "auto" step
-    only, never the privacy.
+    and, with ``precondition=True``, whether the second-moment matrix is
+    released (at most 1000 coefficients); never the total spend (the shares
+    add up to one either way).
     """
     gradient_bound, smoothness = logistic_constants(row_norm, 2)
+    use = precondition and n_params <= _PRECONDITION_MAX_PARAMS
+    precondition_share = _PRECONDITION_SHARE if use else 0.0
     if clip_norm == "auto":
         clip_norm = _AUTO_CLIP_FRACTION * gradient_bound
     if eta_p == "auto":
@@ -308,6 +376,8 @@ def make_saddle_plan(
         smoothness=float(smoothness),
         weight_cap=None if weight_cap is None else float(weight_cap),
         learning_rate=None if learning_rate == "auto" else float(learning_rate),
+        row_norm=float(row_norm),
+        precondition_share=precondition_share,
     )
 
 
@@ -371,6 +441,61 @@ def _group_loss_sums(scores, y, codes, plan):
     )
 
 
+def _second_moment(X, scale, fit_intercept, chunk=65536):
+    """``sum_i a_i a_i^T`` of the projected rows ``a_i = [scale_i x_i, 1]``."""
+    D = X.shape[1] + int(fit_intercept)
+    total = np.zeros((D, D))
+    for lo in range(0, X.shape[0], chunk):
+        A = X[lo : lo + chunk] * scale[lo : lo + chunk, None]
+        if fit_intercept:
+            A = np.column_stack([A, np.ones(A.shape[0])])
+        total += A.T @ A
+    return total
+
+
+def _private_preconditioner(X, scale, plan, noise_multiplier, fit_intercept, rng):
+    """Release ``sum_i a_i a_i^T`` once (Gaussian) and return ``(P, tr(P S P))``.
+
+    ``a_i`` are the projected rows (intercept column included), so
+    ``||a_i|| <= R`` and, replacing ``a`` by ``a'``, the upper triangle
+    (diagonal included) of ``a a^T - a' a'^T`` has squared norm
+    ``(||D||_F^2 + sum_j D_jj^2) / 2 <= (2 R^4 + 2 R^4) / 2``: sensitivity
+    ``sqrt(2) R^2``. The upper triangle gets i.i.d. noise and is mirrored;
+    ``S = (sum + noise) / n``; ``P = (S_+ + lam I)^-1`` with ``S_+`` the
+    eigenvalues clipped at 0 and ``lam`` the ridge factor times the expected
+    spectral norm of the noise, ``2 sqrt(D) std / n`` (public).
+    """
+    n = plan.n_samples
+    moment = _second_moment(X, scale, fit_intercept)
+    D = moment.shape[0]
+    std = plan.second_moment_std(noise_multiplier)
+    noise = np.triu(rng.normal(0.0, std, size=(D, D)))
+    noise = noise + np.triu(noise, 1).T
+    S = (moment + noise) / n
+    mu, V = np.linalg.eigh(S)
+    mu = np.maximum(mu, 0.0)
+    lam = _PRECONDITION_RIDGE * 2.0 * math.sqrt(D) * std / n
+    inv = 1.0 / (mu + lam)
+    P = (V * inv) @ V.T
+    return P, float(np.sum(mu * inv**2))
+
+
+def _preconditioned_step(plan, noise_multiplier, max_weight, walk_trace):
+    """Step in the preconditioned geometry.
+
+    ``min(c, f r / (sqrt(T tr(P S P)) s))``: the noise walk ``lr sqrt(T) P xi``
+    measured in the released second-moment norm.
+    """
+    if plan.learning_rate is not None:
+        return plan.learning_rate
+    _, _, std_grad = plan.noise_stds(noise_multiplier)
+    noise = std_grad / plan.n_samples * math.sqrt(plan.n_iter * walk_trace)
+    if noise == 0.0:
+        return _PRECONDITIONED_STEP
+    factor = min(1.0, _STEP_NOISE_RATIO / (plan.n_samples * max_weight))
+    return min(_PRECONDITIONED_STEP, factor * _PRECONDITIONED_RADIUS / noise)
+
+
 def run_saddle_gda(
     X,
     y,
@@ -425,6 +550,14 @@ def run_saddle_gda(
     if plan.weight_cap is not None and K > 1:
         caps = np.minimum(1.0, plan.weight_cap * denom / denom.sum())
 
+    precond = None
+    if plan.precondition_share:
+        if not math.isclose(plan.row_norm, row_norm):
+            raise ValueError("row_norm differs from the plan's (its sensitivity).")
+        # Release 1b: the noisy second-moment matrix (see the docstring).
+        precond, walk_trace = _private_preconditioner(
+            X, scale, plan, noise_multiplier, fit_intercept, rng
+        )
     w = np.zeros(X.shape[1] + int(fit_intercept))
     p = project_capped_simplex(np.full(K, 1.0 / K), caps)
     w_sum = np.zeros_like(w)
@@ -438,8 +571,15 @@ def run_saddle_gda(
             scores, X, y, v[codes], scale, norm, plan, fit_intercept
         )
         grad += rng.normal(0.0, std_grad * v.max(), size=grad.shape)
-        step_size = plan.step_at(noise_multiplier, v.max())
-        w_next = w - step_size * (grad + plan.l2 * w)
+        direction = grad + plan.l2 * w
+        if precond is None:
+            step_size = plan.step_at(noise_multiplier, v.max())
+        else:
+            step_size = _preconditioned_step(
+                plan, noise_multiplier, v.max(), walk_trace
+            )
+            direction = precond @ direction
+        w_next = w - step_size * direction
         if K > 1:
             # Release 3: noisy per-group loss sums; exponentiated-gradient
             # ascent, projected onto the capped simplex.
