@@ -313,3 +313,35 @@ def test_full_batch_events_are_gaussian_under_both_relations():
             gaussian_dp_epsilon(math.sqrt(5) / z, 1e-5)
         )
         assert account(event, 1e-5, neighbouring=relation).bound == "gaussian"
+
+
+@pytest.mark.parametrize("relation", ["replace-one", "add-remove"])
+@pytest.mark.parametrize("target", [0.3, 3.0, 20.0])
+def test_report_never_above_what_calibration_certified(relation, target):
+    # The report re-accounts the events; it must not exceed the target even
+    # where the fine lattice is too large and only the coarse one exists
+    # (replace-one at epsilon 20 did, before the report took both).
+    def make_events(z):
+        return [
+            PoissonGaussianEvent(0.2, z, count=300),
+            PoissonGaussianEvent(1.0, 4 * z),
+        ]
+
+    z, spent = calibrate_noise_multiplier(
+        make_events, target, 1e-5, neighbouring=relation, accountant="pld"
+    )
+    again = account(make_events(z), 1e-5, neighbouring=relation, accountant="pld")
+    assert again.epsilon == spent.epsilon <= target
+
+
+def test_logistic_fit_at_a_large_epsilon_spends_its_target():
+    from skdp.linear_model import DPLogisticRegression
+
+    # DPLogisticRegression(epsilon=20) on 2000 rows raised "spent more than
+    # its target": the report's fine lattice was too large (Rényi fallback)
+    # where the calibration's coarse one had certified the target.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(2000, 2))
+    y = (X[:, 0] > 0).astype(int)
+    model = DPLogisticRegression(epsilon=20.0, random_state=0).fit(X, y)
+    assert model.privacy_spent_.epsilon <= 20.0

@@ -80,13 +80,37 @@ def account(
     spent = rdp.spent(delta, warn=warn and accountant == "rdp")
     if accountant == "rdp":
         return spent
-    return _tighter(spent, pairs, delta, neighbouring, _PLD_REPORT_SLACK, warn)
+    return _tighter(spent, pairs, delta, neighbouring, warn)
 
 
-def _tighter(spent, pairs, delta, neighbouring, rel_slack, warn):
+def _tight_bound(pairs, delta, neighbouring, reference, slacks):
+    """The smallest of the tight bounds at these rounding slacks, or None.
+
+    ``reference`` is the Rényi epsilon of the same events, so that the
+    calibration's search (coarse slack) and the report (the smaller of fine
+    and coarse) compute the coarse bound identically: the report is never
+    above what the search certified.
+    """
+    best = None
+    for rel_slack in slacks:
+        found = pld_epsilon(
+            pairs, delta, neighbouring, reference=reference, rel_slack=rel_slack
+        )
+        if found is not None and (best is None or found[0] < best[0]):
+            best = found
+        if found is not None and found[1] == "gdp":
+            break  # exact: no slack to vary
+    return best
+
+
+def _tighter(spent, pairs, delta, neighbouring, warn):
     """``spent`` or the tight bound of ``pairs`` if it is smaller."""
-    tight = pld_epsilon(
-        pairs, delta, neighbouring, reference=spent.epsilon, rel_slack=rel_slack
+    tight = _tight_bound(
+        pairs,
+        delta,
+        neighbouring,
+        spent.epsilon,
+        (_PLD_SEARCH_SLACK, _PLD_REPORT_SLACK),
     )
     spent = replace(spent, events=tuple(pairs))
     if tight is None or not tight[0] < spent.epsilon:
@@ -210,20 +234,16 @@ def _bisect(epsilon, lo, hi, eps_hi, target_epsilon):
 
 def _calibrate_tight(make_events, target_epsilon, delta, neighbouring, orders, z_rdp):
     """Continue below the Rényi noise ``z_rdp`` on the tight bound, or None."""
-    names = set()
 
     def tight(z):
-        found = pld_epsilon(
-            _as_pairs(make_events(z)),
-            delta,
-            neighbouring,
-            reference=target_epsilon,
-            rel_slack=_PLD_SEARCH_SLACK,
+        pairs = _as_pairs(make_events(z))
+        reference = account(
+            pairs, delta, neighbouring=neighbouring, orders=orders, warn=False
+        ).epsilon
+        found = _tight_bound(
+            pairs, delta, neighbouring, reference, (_PLD_SEARCH_SLACK,)
         )
-        if found is None:
-            return math.inf
-        names.add(found[1])
-        return found[0]
+        return math.inf if found is None else found[0]
 
     hi, eps_hi = z_rdp, tight(z_rdp)
     if not eps_hi <= target_epsilon:
@@ -245,8 +265,6 @@ def _calibrate_tight(make_events, target_epsilon, delta, neighbouring, orders, z
         orders=orders,
         accountant="pld",
     )
-    if spent.epsilon > eps_hi:
-        # The finer report came out above the search's (both valid): keep the
-        # search's bound, which met the target.
-        spent = _with_tight(spent, eps_hi, names.pop())
+    # The report is the smaller of the fine and the coarse bound, the coarse
+    # one computed exactly as in the search: at most eps_hi <= target.
     return hi, spent
