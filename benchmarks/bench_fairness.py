@@ -383,7 +383,7 @@ def parse_output(path):
                 all_results[name][method] = values
     epsilons = EPSILONS[: len(next(iter(all_results.values()))["gda"])]
     for results in all_results.values():
-        for method in PRIVATE:
+        for method in (m for m in PRIVATE if m in results):  # --methods subsets
             results[method] = {
                 e: {"test": v} for e, v in zip(epsilons, results[method], strict=True)
             }
