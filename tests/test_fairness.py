@@ -274,19 +274,23 @@ def test_preconditioned_step_keeps_walk(z):
     # (second-moment norm, row weights 1 / n) within its radius, never exceeds
     # its cap, and shortens by 1.5 / (n max_k v_k) for heavier rows.
     n, trace = 500, 7.0
-    plan = make_saddle_plan(
-        n_samples=n,
-        n_groups=2,
-        row_norm=2.0,
-        n_iter=40,
-        learning_rate="auto",
-        eta_p="auto",
-        l2=0.0,
-        clip_norm="auto",
-        max_loss=2.0,
-        n_params=3,
-        precondition=True,
-    )
+
+    def preconditioned_plan(n_params):
+        return make_saddle_plan(
+            n_samples=n,
+            n_groups=2,
+            row_norm=2.0,
+            n_iter=40,
+            learning_rate="auto",
+            eta_p="auto",
+            l2=0.0,
+            clip_norm="auto",
+            max_loss=2.0,
+            n_params=n_params,
+            precondition=True,
+        )
+
+    plan = preconditioned_plan(3)
     assert plan.precondition_share == saddle._PRECONDITION_SHARE
     _, _, std = plan.noise_stds(z)
     base = saddle._preconditioned_step(plan, z, 1.0 / n, trace)
@@ -299,19 +303,7 @@ def test_preconditioned_step_keeps_walk(z):
     if z == 1e-4:
         assert base == heavy == saddle._PRECONDITIONED_STEP
     # Above the size limit, no release and the identity geometry.
-    big = make_saddle_plan(
-        n_samples=n,
-        n_groups=2,
-        row_norm=2.0,
-        n_iter=40,
-        learning_rate="auto",
-        eta_p="auto",
-        l2=0.0,
-        clip_norm="auto",
-        max_loss=2.0,
-        n_params=saddle._PRECONDITION_MAX_PARAMS + 1,
-        precondition=True,
-    )
+    big = preconditioned_plan(saddle._PRECONDITION_MAX_PARAMS + 1)
     assert (
         big.precondition_share == 0.0 and len(big.events(z)) == len(plan.events(z)) - 1
     )

@@ -59,18 +59,27 @@ def test_gaussian_composition_is_exact_and_below_renyi(z, count, relation):
     assert tight.rdp == rdp.rdp
 
 
-def _one_step_delta(q, z, eps):
-    """Exact delta of one Poisson-subsampled Gaussian step, both directions."""
-    p = lambda x: (1 - q) * stats.norm.pdf(x, 0, z) + q * stats.norm.pdf(x, 1, z)  # noqa: E731
-    r = lambda x: stats.norm.pdf(x, 0, z)  # noqa: E731
-    lo, hi = -14 * z, 1 + 14 * z
-    remove, _ = integrate.quad(
+def _both_ways_delta(p, r, eps, lo, hi):
+    """Exact delta between densities ``p`` and ``r``, the larger direction."""
+    forward, _ = integrate.quad(
         lambda x: max(0.0, p(x) - math.exp(eps) * r(x)), lo, hi, limit=400
     )
-    add, _ = integrate.quad(
+    backward, _ = integrate.quad(
         lambda x: max(0.0, r(x) - math.exp(eps) * p(x)), lo, hi, limit=400
     )
-    return max(remove, add)
+    return max(forward, backward)
+
+
+def _mixture(q, z, shift):
+    """Density of ``(1 - q) N(0, z^2) + q N(shift, z^2)``."""
+    return lambda x: (1 - q) * stats.norm.pdf(x, 0, z) + q * stats.norm.pdf(x, shift, z)
+
+
+def _one_step_delta(q, z, eps):
+    """Exact delta of one Poisson-subsampled Gaussian step (add/remove)."""
+    return _both_ways_delta(
+        _mixture(q, z, 1.0), _mixture(0.0, z, 0.0), eps, -14 * z, 1 + 14 * z
+    )
 
 
 @pytest.mark.parametrize("q", [0.01, 0.2, 0.7])
@@ -259,16 +268,9 @@ def test_tiny_delta_and_many_steps_stay_finite():
 def _replace_one_step_delta(q, z, eps, shift):
     """Exact delta of one step between ``(1-q) N(0) + q N(1)`` and the record
     replaced by one contributing ``shift`` (``-1``: antipodal; ``0``: none)."""
-    p = lambda x: (1 - q) * stats.norm.pdf(x, 0, z) + q * stats.norm.pdf(x, 1, z)  # noqa: E731
-    r = lambda x: (1 - q) * stats.norm.pdf(x, 0, z) + q * stats.norm.pdf(x, shift, z)  # noqa: E731
-    lo, hi = -1 - 14 * z, 1 + 14 * z
-    forward, _ = integrate.quad(
-        lambda x: max(0.0, p(x) - math.exp(eps) * r(x)), lo, hi, limit=400
+    return _both_ways_delta(
+        _mixture(q, z, 1.0), _mixture(q, z, shift), eps, -1 - 14 * z, 1 + 14 * z
     )
-    backward, _ = integrate.quad(
-        lambda x: max(0.0, r(x) - math.exp(eps) * p(x)), lo, hi, limit=400
-    )
-    return max(forward, backward)
 
 
 @pytest.mark.parametrize("q", [0.01, 0.2, 0.7])
