@@ -199,7 +199,10 @@ class DPLogisticRegression(
     -----
     **Privacy.** Unit of privacy: one row of ``(X, y)``. Neighbouring relation:
     replace-one by default (add/remove for Poisson batches on request). Public:
-    the number of rows, the classes present, ``row_norm`` and every parameter.
+    the number of rows, the classes present, ``row_norm`` and every parameter
+    (under add/remove the plan, sampling rate ``batch_size / n`` and number of
+    steps, is still set from the given ``n``, as Opacus does: the bound is for
+    that plan; see the limitations page).
     Accountant: the smallest valid bound, named in ``privacy_spent_``.
     Cyclic and shuffled batches report the smaller of the Rényi-DP
     composition bound (valid for any loss) and the last-iterate bound by shifted
