@@ -118,10 +118,9 @@ class SGDPlan:
     calibration_noise : float or None
         Noise std of the one release that fits a temperature to the trained
         model (:func:`fit_temperature`) divided by the bound on one row's
-        contribution; None: no temperature.
-    calibration_sensitivity : float
-        The release's L2 sensitivity in units of that bound: 2 under
-        replace-one, 1 under add/remove.
+        contribution; None: no temperature. Its sensitivity in those units
+        (2 under replace-one, 1 under add/remove) is the accountant's to
+        apply: the release is a rate-1 Poisson event (:meth:`events`).
     """
 
     n_samples: int
@@ -139,7 +138,6 @@ class SGDPlan:
     projection_radius: float | None
     tail_fraction: float = 0.0
     calibration_noise: float | None = None
-    calibration_sensitivity: float = 2.0
 
     def cache_key(self):
         """A hashable identity of the plan (for caching its calibration)."""
@@ -159,7 +157,6 @@ class SGDPlan:
             self.projection_radius,
             self.tail_fraction,
             self.calibration_noise,
-            self.calibration_sensitivity,
         )
 
     @property
@@ -354,7 +351,6 @@ def make_plan(
         calibration_noise=None
         if calibration_noise is None
         else float(calibration_noise),
-        calibration_sensitivity=temperature_sensitivity(neighbouring),
     )
 
 
