@@ -45,6 +45,11 @@ from _broken import (  # noqa: E402
 from test_audit_sgld_claim import OneStepSGLDWithSeedClaim  # noqa: E402
 
 ONE_RUN_STRONG = dict(STRONG, batch_size=100_000)
+# The strong setting under add/remove: Poisson batches of rate 1 (every row,
+# every step), so the run is a plain Gaussian accounted by exact Gaussian DP.
+STRONG_ADD_REMOVE = dict(
+    STRONG, batch_sampling="poisson", neighbouring="add-remove", tail_fraction=0.0
+)
 ADULT_ROWS = 200
 LOGISTIC = {"epochs": 2, "batch_size": 50}
 
@@ -69,6 +74,34 @@ def _cases(quick):
                 )
 
             cases.append((f"logistic {sampling} {solver}", build, trials))
+
+    def poisson_add_remove(epsilon):
+        # Add/remove: the neighbour is the data set without the canary row.
+        return adult_audit_setup(
+            "logistic",
+            ADULT_ROWS,
+            epsilon,
+            0,
+            batch_sampling="poisson",
+            neighbouring="add-remove",
+            **LOGISTIC,
+        )
+
+    def strong_add_remove(epsilon):
+        X, y = unit_rows(STRONG_ROWS, 3, seed=0)
+        est = DPLogisticRegression(epsilon=epsilon, **STRONG_ADD_REMOVE)
+        return est, X, y, {}
+
+    cases.append(
+        ("logistic poisson dp-sgd, add/remove", poisson_add_remove, 500 // scale)
+    )
+    cases.append(
+        (
+            "logistic strong setting, add/remove (full-batch Poisson)",
+            strong_add_remove,
+            4000 // scale,
+        )
+    )
 
     def saddle(epsilon):
         return adult_audit_setup("saddle", ADULT_ROWS, epsilon, 0, n_iter=100)

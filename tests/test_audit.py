@@ -261,3 +261,67 @@ def test_plot_draws_both_histograms(data):
     assert len(ax.patches) > 0 and ax.get_legend() is not None
     assert "epsilon >=" in ax.get_title()
     plt.close(ax.figure)
+
+
+class _RowCounter(BaseEstimator):
+    """Records how many rows it was fitted on (and claims add/remove)."""
+
+    def __init__(self, neighbouring="add-remove", random_state=None):
+        self.neighbouring = neighbouring
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        self.rows_ = np.shape(X)[0]
+        self.coef_ = np.zeros((1, np.shape(X)[1]))
+        return self
+
+
+@pytest.mark.parametrize("relation", ["add-remove", "replace-one"])
+def test_add_remove_audit_removes_the_canary(data, relation):
+    X, y = data
+    result = audit(
+        _RowCounter(neighbouring=relation),
+        X,
+        y,
+        score=lambda est: est.rows_,
+        n_trials=8,
+        random_state=0,
+    )
+    assert set(result.scores_in) == {N_ROWS}
+    removed = N_ROWS - 1 if relation == "add-remove" else N_ROWS
+    assert set(result.scores_out) == {removed}
+
+
+# Full-batch Poisson without intercept and a small clip: every step reads the
+# canary, whose absence moves its coefficient by the clip norm: a strong
+# add/remove attack on the Gaussian-DP accounted run.
+FULL_BATCH_ADD_REMOVE = {
+    "batch_sampling": "poisson",
+    "neighbouring": "add-remove",
+    "batch_size": N_ROWS,
+    "epochs": 1,
+    "fit_intercept": False,
+    "max_grad_norm": 0.25,
+}
+
+
+def test_add_remove_audit_catches_too_little_noise(data):
+    from _broken import NoiseDividedBy10
+
+    X, y = data
+    broken = audit(
+        NoiseDividedBy10(epsilon=1.0, **FULL_BATCH_ADD_REMOVE),
+        X,
+        y,
+        n_trials=400,
+        random_state=0,
+    )
+    assert broken.epsilon_lower > broken.epsilon_reported
+    honest = audit(
+        DPLogisticRegression(epsilon=1.0, **FULL_BATCH_ADD_REMOVE),
+        X,
+        y,
+        n_trials=400,
+        random_state=0,
+    )
+    assert honest.epsilon_lower <= honest.epsilon_reported <= 1.0

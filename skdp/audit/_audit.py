@@ -285,6 +285,11 @@ def _generator(random_state):
     return np.random.default_rng(random_state)
 
 
+def _relation(estimator):
+    """The estimator's neighbouring relation (replace-one if it has none)."""
+    return estimator.get_params(deep=False).get("neighbouring", "replace-one")
+
+
 def audit(
     estimator,
     X,
@@ -300,15 +305,16 @@ def audit(
 ):
     """Audit a private estimator: a (1 - alpha)-confidence lower bound on epsilon.
 
-    Runs the membership experiment under the replace-one relation: half of the
-    ``n_trials`` fits are on a data set ``D'`` holding a canary record, half on
-    its neighbour ``D`` where that record is replaced, each on a fresh clone
-    with its own seed. A test thresholding a score of the fitted model then
-    tells ``D'`` from ``D``; its true and false positive rates, bounded by
-    Clopper-Pearson, give a lower bound on the epsilon any (epsilon,
-    delta)-DP guarantee must have. An epsilon_lower above the reported epsilon
-    disproves the estimator's privacy claim (at confidence ``1 - alpha``); one
-    below it is only consistent with it.
+    Runs the membership experiment under the estimator's relation: half of
+    the ``n_trials`` fits are on a data set ``D'`` holding a canary record,
+    half on its neighbour ``D`` where that record is replaced (replace-one) or
+    removed (an estimator with ``neighbouring="add-remove"``, automatic
+    canaries), each on a fresh clone with its own seed. A test thresholding a
+    score of the fitted model then tells ``D'`` from ``D``; its true and false
+    positive rates, bounded by Clopper-Pearson, give a lower bound on the
+    epsilon any (epsilon, delta)-DP guarantee must have. An epsilon_lower
+    above the reported epsilon disproves the estimator's privacy claim (at
+    confidence ``1 - alpha``); one below it is only consistent with it.
 
     Parameters
     ----------
@@ -413,6 +419,15 @@ def audit(
             X_in, y_in, X_out, y_out, auto_score = synthetic_canary(estimator, X)
         else:
             X_in, y_in, X_out, y_out, auto_score = linear_canary(estimator, X, y)
+        if _relation(estimator) == "add-remove":
+            if fit_params:
+                raise ValueError(
+                    "an add/remove audit drops the canary row; per-row fit "
+                    "parameters cannot follow it."
+                )
+            # The neighbour is the data set without the canary (its last row).
+            X_out = X_out.iloc[:-1] if hasattr(X_out, "iloc") else X_out[:-1]
+            y_out = None if y_out is None else y_out[:-1]
     elif isinstance(canary, tuple) and len(canary) == 2:
         X_in, y_in, X_out, y_out, auto_score = user_canary(X, y, canary, score)
     else:
