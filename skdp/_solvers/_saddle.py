@@ -292,15 +292,30 @@ class SaddlePlan:
         term binds; where the smoothness term binds the step is unchanged. A
         fixed ``learning_rate`` is used as given.
         """
+        return self.walk_step(
+            noise_multiplier,
+            max_weight,
+            cap=_AUTO_LR_FACTOR / (self.smoothness + self.l2),
+            radius=_NOISE_WALK_RADIUS,
+            dimension=self.n_params,
+        )
+
+    def walk_step(self, noise_multiplier, max_weight, *, cap, radius, dimension):
+        """``min(cap, f radius / (sqrt(T dimension) s))``, or the fixed step.
+
+        The rule behind :meth:`step_at` and the preconditioned step: ``s`` the
+        noise std of one coordinate of the mean gradient at row weights
+        ``1 / n``, ``dimension`` the walk's effective number of coordinates
+        and ``f = min(1, 1.5 / (n max_weight))``.
+        """
         if self.learning_rate is not None:
             return self.learning_rate
-        smooth_step = _AUTO_LR_FACTOR / (self.smoothness + self.l2)
         _, _, std_grad = self.noise_stds(noise_multiplier)
-        noise = std_grad / self.n_samples * math.sqrt(self.n_iter * self.n_params)
+        noise = std_grad / self.n_samples * math.sqrt(self.n_iter * dimension)
         if noise == 0.0:
-            return smooth_step
+            return cap
         factor = min(1.0, _STEP_NOISE_RATIO / (self.n_samples * max_weight))
-        return min(smooth_step, factor * _NOISE_WALK_RADIUS / noise)
+        return min(cap, factor * radius / noise)
 
     @property
     def gradient_sensitivity(self):
@@ -486,14 +501,13 @@ def _preconditioned_step(plan, noise_multiplier, max_weight, walk_trace):
     ``min(c, f r / (sqrt(T tr(P S P)) s))``: the noise walk ``lr sqrt(T) P xi``
     measured in the released second-moment norm.
     """
-    if plan.learning_rate is not None:
-        return plan.learning_rate
-    _, _, std_grad = plan.noise_stds(noise_multiplier)
-    noise = std_grad / plan.n_samples * math.sqrt(plan.n_iter * walk_trace)
-    if noise == 0.0:
-        return _PRECONDITIONED_STEP
-    factor = min(1.0, _STEP_NOISE_RATIO / (plan.n_samples * max_weight))
-    return min(_PRECONDITIONED_STEP, factor * _PRECONDITIONED_RADIUS / noise)
+    return plan.walk_step(
+        noise_multiplier,
+        max_weight,
+        cap=_PRECONDITIONED_STEP,
+        radius=_PRECONDITIONED_RADIUS,
+        dimension=walk_trace,
+    )
 
 
 def run_saddle_gda(
