@@ -187,6 +187,18 @@ class _Lattice:
                 base = base.convolve(base, tau)
         return result
 
+    def bound(self, h, delta, eta, slack):
+        """An epsilon whose *true* delta is at most ``delta`` (or inf).
+
+        Steps 1 and 3 of the module's argument: the lattice gets ``delta``
+        less Hoeffding's ``eta`` and the FFT allowance, and the rounding
+        slack ``s`` is added back to its epsilon.
+        """
+        budget = delta - eta - self.slack
+        if budget <= 0:
+            return math.inf
+        return self.epsilon(h, budget) + slack
+
     def epsilon(self, h, delta):
         """Smallest eps with ``inf + sum_k p_k (1 - exp(eps - l_k))_+ <= delta``.
 
@@ -323,16 +335,6 @@ def _gaussian_lattice(mu, h):
     return _Lattice(k_lo, p, inf)
 
 
-def _gaussian_mu(pairs):
-    """``mu`` of the composition when every event is Gaussian, else None."""
-    total = 0.0
-    for event, count in pairs:
-        if not isinstance(event, GaussianEvent):
-            return None
-        total += count * event.count / event.noise_multiplier**2
-    return math.sqrt(total)
-
-
 def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
     """Tight epsilon of ``pairs`` at ``delta``, or None where it does not apply.
 
@@ -367,9 +369,6 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
         if Poisson steps under replace-one come with Gaussian events, or if
         the lattice would be too large.
     """
-    mu = _gaussian_mu(pairs)
-    if mu is not None:
-        return gaussian_dp_epsilon(mu, delta), "gdp"
     steps, relation_mu2, record_mu2 = [], 0.0, 0.0
     for event, count in pairs:
         if not isinstance(event, (GaussianEvent, PoissonGaussianEvent)):
@@ -377,15 +376,15 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
         n = count * event.count
         if isinstance(event, GaussianEvent):
             relation_mu2 += n / event.noise_multiplier**2
-        elif isinstance(event, PoissonGaussianEvent):
-            if event.sampling_rate >= 1.0:
-                # Every record in: per-record sensitivity 1 (clip norm units).
-                record_mu2 += n / event.noise_multiplier**2
-            elif event.sampling_rate > 0.0 and n > 0:
-                steps.append((event.sampling_rate, event.noise_multiplier, n))
+        elif event.sampling_rate >= 1.0:
+            # Every record in: per-record sensitivity 1 (clip norm units).
+            record_mu2 += n / event.noise_multiplier**2
+        elif event.sampling_rate > 0.0 and n > 0:
+            steps.append((event.sampling_rate, event.noise_multiplier, n))
     replace_one = neighbouring == "replace-one"
     if not steps:
-        # Replacing a record moves a full sum by twice its bound.
+        # Only Gaussian mechanisms: exact Gaussian DP. Replacing a record
+        # moves a full sum by twice its bound.
         mu2 = relation_mu2 + (4.0 if replace_one else 1.0) * record_mu2
         return gaussian_dp_epsilon(math.sqrt(mu2), delta), "gdp"
     if replace_one and relation_mu2 > 0:
@@ -420,10 +419,7 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
         epsilon = _chained_epsilon(lattices, h, delta, eta, slack)
     else:
         epsilon = max(
-            lattice.epsilon(h, delta - eta - lattice.slack) + slack
-            if delta - eta - lattice.slack > 0
-            else math.inf
-            for lattice in lattices.values()
+            lattice.bound(h, delta, eta, slack) for lattice in lattices.values()
         )
     if not math.isfinite(epsilon):
         return None
@@ -452,15 +448,9 @@ def _chained_epsilon(lattices, h, delta, eta, slack):
     remove, add = lattices["remove"], lattices["add"]
     best = math.inf
     for share in np.linspace(0.05, 0.95, 19):
-        budget_1 = share * delta - eta - remove.slack
-        if budget_1 <= 0:
-            continue
-        eps_1 = max(0.0, remove.epsilon(h, budget_1) + slack)
+        eps_1 = max(0.0, remove.bound(h, share * delta, eta, slack))
         if not math.isfinite(eps_1):
             continue
         delta_2 = (1.0 - share) * delta * math.exp(-eps_1)
-        budget_2 = delta_2 - eta - add.slack
-        if budget_2 <= 0:
-            continue
-        best = min(best, eps_1 + add.epsilon(h, budget_2) + slack)
+        best = min(best, eps_1 + add.bound(h, delta_2, eta, slack))
     return best
