@@ -14,6 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp._solvers._sgd import (
     _temperature_derivatives,
+    auto_clip_fraction,
     fit_temperature,
     make_plan,
     temperature_bound,
@@ -153,6 +154,66 @@ def test_auto_poisson_step_shrinks_only_at_small_n_times_epsilon():
     assert sgld.learning_rates[0] == pytest.approx(64 * unit)
     given = make_plan(n_samples=1000, epsilon=0.1, **{**common, "learning_rate": 3.0})
     assert given.learning_rates[0] == 3.0
+
+
+def test_auto_poisson_clip_grows_only_when_the_noise_is_small():
+    # Relative noise z sqrt(p) / b: 0.05 of the bound at >= 0.2, 0.25 at
+    # <= 0.05, log-linear in between; the step shrinks by the same factor.
+    assert auto_clip_fraction(None) == 0.05
+    assert auto_clip_fraction(5.0) == auto_clip_fraction(0.2) == 0.05
+    assert auto_clip_fraction(0.05) == pytest.approx(0.25)
+    assert auto_clip_fraction(1e-6) == pytest.approx(0.25)
+    assert auto_clip_fraction(0.1) == pytest.approx(0.05 * 5**0.5)
+    common = dict(
+        n_samples=100_000,
+        n_classes=2,
+        row_norm=2.0,
+        batch_size=100,
+        epochs=30,
+        sampling="poisson",
+        solver="dp-sgd",
+        learning_rate="auto",
+        lr_schedule="constant",
+        l2=1e-4,
+        l1=0.0,
+        clip_norm="auto",
+        projection_radius=None,
+        epsilon=2.0,
+    )
+    base = make_plan(**common)
+    # z sqrt(p) / b = 0.5 * sqrt(4) / 100 = 0.01: the largest clip.
+    quiet = make_plan(noise_multiplier=0.5, n_params=4, **common)
+    assert quiet.clip_norm == pytest.approx(5 * base.clip_norm)
+    assert quiet.learning_rates[0] == pytest.approx(base.learning_rates[0] / 5)
+    assert quiet.events(0.5) == base.events(0.5)
+    # Noisy (z sqrt(p) / b = 0.4), given clip, cyclic: unchanged.
+    noisy = make_plan(noise_multiplier=20.0, n_params=4, **common)
+    assert noisy.clip_norm == base.clip_norm
+    given = make_plan(noise_multiplier=0.5, n_params=4, **{**common, "clip_norm": 0.3})
+    assert given.clip_norm == 0.3
+    assert given.learning_rates[0] == base.learning_rates[0]
+    cyclic = {**common, "sampling": "cyclic"}
+    assert make_plan(noise_multiplier=0.5, n_params=4, **cyclic).clip_norm == (
+        make_plan(**cyclic).clip_norm
+    )
+
+
+def test_fit_uses_the_noise_dependent_clip():
+    # A large budget: little noise, so the fit clips at more than 5% of the
+    # bound; its spend is the one planned without data, and the same clip
+    # and step given by hand reproduce the fit exactly.
+    X, y = binary_data()
+    est = DPLogisticRegression(epsilon=50.0, row_norm=2.0, random_state=0)
+    z, spent, delta = est.privacy_plan(len(y), n_classes=2)
+    fitted = clone(est).fit(X, y)
+    assert fitted.noise_multiplier_ == z
+    assert fitted.privacy_spent_ == spent
+    plan = est._plan(len(y), 2, delta, noise_multiplier=z, n_params=X.shape[1] + 1)
+    assert plan.clip_norm > 0.05 * plan.gradient_bound
+    by_hand = clone(est).set_params(
+        max_grad_norm=plan.clip_norm, learning_rate=plan.learning_rates[0]
+    )
+    np.testing.assert_array_equal(by_hand.fit(X, y).coef_, fitted.coef_)
 
 
 @pytest.mark.parametrize(

@@ -328,7 +328,15 @@ class DPLogisticRegression(
     def _resolved_delta(self, n_samples):
         return default_delta(n_samples) if self.delta is None else self.delta
 
-    def _plan(self, n_samples, n_classes, delta=None):
+    def _plan(
+        self, n_samples, n_classes, delta=None, noise_multiplier=None, n_params=None
+    ):
+        """The public plan of a fit (see :func:`make_plan`).
+
+        ``noise_multiplier`` and ``n_params``, once the noise is calibrated,
+        resolve the "auto" clip and step of a Poisson run; they never change
+        the plan's privacy events.
+        """
         row_norm = self._effective_row_norm()
         calibration_noise = None
         share = self._calibration_share()
@@ -356,6 +364,8 @@ class DPLogisticRegression(
             epsilon=self.epsilon,
             calibration_noise=calibration_noise,
             neighbouring=self.neighbouring,
+            noise_multiplier=noise_multiplier,
+            n_params=n_params,
         )
 
     def privacy_plan(self, n_samples, n_classes=2):
@@ -430,6 +440,20 @@ class DPLogisticRegression(
                 "needs at least two classes."
             )
         plan, z, _, delta = self._planned_run(X.shape[0], classes.size)
+        if plan.sampling == "poisson" and plan.solver == "dp-sgd":
+            # The "auto" clip and step follow the calibrated noise; the events
+            # (rate, steps, noise multiplier) do not depend on them.
+            n_out = 1 if classes.size == 2 else classes.size
+            tuned = self._plan(
+                X.shape[0],
+                classes.size,
+                delta,
+                noise_multiplier=z,
+                n_params=(X.shape[1] + int(self.fit_intercept)) * n_out,
+            )
+            if tuned.events(z) != plan.events(z):
+                raise RuntimeError("Internal error: the tuned plan changed the events.")
+            plan = tuned
         codes = _encode_labels(y, classes)
         rng = np.random.default_rng(
             check_random_state(self.random_state).randint(2**31)
