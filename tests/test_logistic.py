@@ -46,6 +46,24 @@ def test_sklearn_conformance(estimator, check):
     check(estimator)
 
 
+# make_plan arguments of a binary Poisson DP-SGD run with every "auto" setting
+# (n_samples and epsilon given by each test).
+POISSON_PLAN = dict(
+    n_classes=2,
+    row_norm=2.0,
+    batch_size=100,
+    epochs="auto",
+    sampling="poisson",
+    solver="dp-sgd",
+    learning_rate="auto",
+    lr_schedule="constant",
+    l2=1e-4,
+    l1=0.0,
+    clip_norm="auto",
+    projection_radius=None,
+)
+
+
 def binary_data(n=600, d=5, seed=0):
     X, y = make_classification(
         n_samples=n, n_features=d, n_informative=3, n_redundant=0, random_state=seed
@@ -120,20 +138,7 @@ def test_auto_poisson_step_shrinks_only_at_small_n_times_epsilon():
     # The "auto" Poisson step is 64 / (beta + alpha) unless the steps would
     # travel further than travel * n * epsilon (in units of 1 / (beta +
     # alpha)): a function of public inputs only (n, epsilon, the relation).
-    common = dict(
-        n_classes=2,
-        row_norm=2.0,
-        batch_size=100,
-        epochs="auto",
-        sampling="poisson",
-        solver="dp-sgd",
-        learning_rate="auto",
-        lr_schedule="constant",
-        l2=1e-4,
-        l1=0.0,
-        clip_norm="auto",
-        projection_radius=None,
-    )
+    common = POISSON_PLAN
     unit = 1.0 / (2.0**2 / 4.0 + 1e-4)  # 1 / (beta + alpha), binary, R = 2
     # 16 * n * 2 over 30 * n / 100 steps is above 64: the 64x step.
     large = make_plan(n_samples=100_000, epsilon=2.0, **common)
@@ -164,22 +169,7 @@ def test_auto_poisson_clip_grows_only_when_the_noise_is_small():
     assert auto_clip_fraction(0.05) == pytest.approx(0.25)
     assert auto_clip_fraction(1e-6) == pytest.approx(0.25)
     assert auto_clip_fraction(0.1) == pytest.approx(0.05 * 5**0.5)
-    common = dict(
-        n_samples=100_000,
-        n_classes=2,
-        row_norm=2.0,
-        batch_size=100,
-        epochs=30,
-        sampling="poisson",
-        solver="dp-sgd",
-        learning_rate="auto",
-        lr_schedule="constant",
-        l2=1e-4,
-        l1=0.0,
-        clip_norm="auto",
-        projection_radius=None,
-        epsilon=2.0,
-    )
+    common = {**POISSON_PLAN, "n_samples": 100_000, "epochs": 30, "epsilon": 2.0}
     base = make_plan(**common)
     # z sqrt(p) / b = 0.5 * sqrt(4) / 100 = 0.01: the largest clip.
     quiet = make_plan(noise_multiplier=0.5, n_params=4, **common)
