@@ -361,15 +361,8 @@ def make_plan(
             n_samples - batch_size * (n_batches - 1),
         )
     clip_fraction = _AUTO_CLIP_FACTOR[sampling]
-    if (
-        sampling == "poisson"
-        and solver == "dp-sgd"
-        and None
-        not in (
-            noise_multiplier,
-            n_params,
-        )
-    ):
+    noise_known = noise_multiplier is not None and n_params is not None
+    if sampling == "poisson" and solver == "dp-sgd" and noise_known:
         rho = noise_multiplier * np.sqrt(n_params) / batch_size
         clip_fraction = auto_clip_fraction(rho)
     if learning_rate == "auto":
