@@ -198,12 +198,18 @@ def test_fit_uses_the_noise_dependent_clip():
     fitted = clone(est).fit(X, y)
     assert fitted.noise_multiplier_ == z
     assert fitted.privacy_spent_ == spent
-    plan = est._plan(len(y), 2, delta, noise_multiplier=z, n_params=X.shape[1] + 1)
-    assert plan.clip_norm > 0.05 * plan.gradient_bound
-    by_hand = clone(est).set_params(
-        max_grad_norm=plan.clip_norm, learning_rate=plan.learning_rates[0]
+    bound = est._plan(len(y), 2, delta).gradient_bound
+    assert fitted.max_grad_norm_ > 0.05 * bound
+    by_hand = (
+        clone(est)
+        .set_params(
+            max_grad_norm=fitted.max_grad_norm_, learning_rate=fitted.learning_rate_
+        )
+        .fit(X, y)
     )
-    np.testing.assert_array_equal(by_hand.fit(X, y).coef_, fitted.coef_)
+    np.testing.assert_array_equal(by_hand.coef_, fitted.coef_)
+    assert by_hand.max_grad_norm_ == fitted.max_grad_norm_
+    assert by_hand.learning_rate_ == fitted.learning_rate_
 
 
 @pytest.mark.parametrize(

@@ -194,6 +194,12 @@ class DPLogisticRegression(
     n_iter_ : int
         Number of noisy steps.
     noise_multiplier_ : float
+    max_grad_norm_ : float
+        The clip norm the run used (``max_grad_norm``, or what ``"auto"``
+        resolved to).
+    learning_rate_ : float
+        The first step's learning rate (``learning_rate``, or what ``"auto"``
+        resolved to; ``lr_schedule="decreasing"`` divides it by ``1 + epoch``).
     delta_ : float
     privacy_spent_ : skdp.accounting.PrivacySpent
     n_features_in_ : int
@@ -485,6 +491,8 @@ class DPLogisticRegression(
         self.classes_ = classes
         self.n_iter_ = plan.n_steps
         self.noise_multiplier_ = z
+        self.max_grad_norm_ = plan.clip_norm
+        self.learning_rate_ = float(plan.learning_rates[0])
         self.delta_ = delta
         self.privacy_spent_ = spent
         return self
