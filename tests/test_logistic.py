@@ -134,6 +134,39 @@ def test_privacy_plan_without_data_equals_fit():
     assert not hasattr(DPLogisticRegression(), "privacy_spent_")
 
 
+@pytest.mark.parametrize(
+    "neighbouring, epsilon", [("add-remove", 0.5), ("replace-one", 2.0)]
+)
+def test_poisson_batch_size_hardly_changes_the_noise_against_the_signal(
+    neighbouring, epsilon
+):
+    # Why the default batch stays 256 on small data (issue 6): at the noise
+    # multipliers the calibration lands on, the subsampled Gaussian behaves
+    # like a Gaussian of multiplier z / (q sqrt(T)), so the noise of a run
+    # against its signal, z / (b sqrt(T)) at a fixed number of epochs, is
+    # the same at q = 256 / 426 = 0.6 as at 64 / 426 = 0.15, or even with
+    # every row in every batch: a smaller batch buys no amplification (see
+    # _DEFAULT_BATCH_SIZE). An accountant that lost the amplification would
+    # make the small batch's ratio about 256 / 64 times larger.
+    n, epochs = 426, 30
+    ratio = {}
+    for b in (256, 64, n):
+        est = DPLogisticRegression(
+            epsilon=epsilon,
+            batch_size=b,
+            epochs=epochs,
+            neighbouring=neighbouring,
+            delta=n**-1.1,
+            calibration_share=0.0,
+        )
+        z, _, _ = est.privacy_plan(n)
+        steps = -(-n // b) * epochs
+        ratio[b] = z / (b * np.sqrt(steps))
+    assert ratio[64] == pytest.approx(ratio[256], rel=0.03)
+    assert ratio[n] == pytest.approx(ratio[256], rel=0.03)
+    assert ratio[64] >= 0.997 * ratio[256]
+
+
 def test_auto_poisson_step_shrinks_only_at_small_n_times_epsilon():
     # The "auto" Poisson step is 64 / (beta + alpha) unless the steps would
     # travel further than travel * n * epsilon (in units of 1 / (beta +
