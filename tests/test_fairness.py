@@ -84,6 +84,23 @@ def nonprivate_minimax(X, y, g, alpha):
     return res.x[-1]
 
 
+def saddle_plan(**overrides):
+    """A small public plan: "auto" steps and clip, no penalty; overridable."""
+    params = dict(
+        n_samples=100,
+        n_groups=2,
+        row_norm=2.0,
+        n_iter=40,
+        learning_rate="auto",
+        eta_p="auto",
+        l2=0.0,
+        clip_norm="auto",
+        max_loss=2.0,
+    )
+    params.update(overrides)
+    return make_saddle_plan(**params)
+
+
 # --- privacy --------------------------------------------------------------------
 
 
@@ -113,17 +130,8 @@ def test_fit_spend_equals_plan():
 @pytest.mark.parametrize("n_groups", [1, 2, 5])
 def test_budget_split_costs_one_gaussian(n_groups, precondition):
     # Shares add to one: the run costs what one Gaussian with multiplier z costs.
-    plan = make_saddle_plan(
-        precondition=precondition,
-        n_samples=100,
-        n_groups=n_groups,
-        row_norm=np.sqrt(2.0),
-        n_iter=37,
-        learning_rate="auto",
-        eta_p="auto",
-        l2=0.0,
-        clip_norm="auto",
-        max_loss=2.0,
+    plan = saddle_plan(
+        precondition=precondition, n_groups=n_groups, row_norm=np.sqrt(2.0), n_iter=37
     )
     z = 3.0
     total = sum(event_rdp(e, DEFAULT_ORDERS, "replace-one")[0] for e in plan.events(z))
@@ -142,16 +150,12 @@ def test_step_shortened_when_rows_weigh_more(learning_rate, z):
     # exceeds 1.5 times the planned one, step_size / n; the smoothness term
     # is never exceeded; a fixed step is used as given.
     n = 200
-    plan = make_saddle_plan(
+    plan = saddle_plan(
         n_samples=n,
         n_groups=3,
         row_norm=np.sqrt(2.0),
         n_iter=50,
         learning_rate=learning_rate,
-        eta_p="auto",
-        l2=0.0,
-        clip_norm="auto",
-        max_loss=2.0,
         weight_cap=3.0,
     )
     base = plan.step_size(z)
@@ -179,14 +183,10 @@ def test_sensitivity_by_enumeration(clip_norm):
     the weighted gradient sum by ``2 C max_k v_k`` for every group weighting
     ``v``, the loss sums by ``sqrt(2) max_loss``, the counts by ``sqrt(2)``."""
     row_norm, max_loss = 1.0, 1.5
-    plan = make_saddle_plan(
+    plan = saddle_plan(
         n_samples=3,
-        n_groups=2,
         row_norm=np.sqrt(row_norm**2 + 1.0),
         n_iter=1,
-        learning_rate="auto",
-        eta_p="auto",
-        l2=0.0,
         clip_norm=clip_norm,
         max_loss=max_loss,
     )
@@ -234,17 +234,8 @@ def test_second_moment_sensitivity_by_enumeration(fit_intercept):
     ``sqrt(2) R^2`` (attained without an intercept by orthogonal rows of norm
     ``R``)."""
     row_norm = np.sqrt(3.0)
-    plan = make_saddle_plan(
-        n_samples=3,
-        n_groups=2,
-        row_norm=row_norm,
-        n_iter=1,
-        learning_rate="auto",
-        eta_p="auto",
-        l2=0.0,
-        clip_norm="auto",
-        max_loss=1.0,
-        precondition=True,
+    plan = saddle_plan(
+        n_samples=3, row_norm=row_norm, n_iter=1, max_loss=1.0, precondition=True
     )
     grid = [-3.0, -1.0, 0.0, 0.5, 1.0, 2.0]
     xs = np.array(list(itertools.product(grid, repeat=2)))
@@ -276,19 +267,7 @@ def test_preconditioned_step_keeps_walk(z):
     n, trace = 500, 7.0
 
     def preconditioned_plan(n_params):
-        return make_saddle_plan(
-            n_samples=n,
-            n_groups=2,
-            row_norm=2.0,
-            n_iter=40,
-            learning_rate="auto",
-            eta_p="auto",
-            l2=0.0,
-            clip_norm="auto",
-            max_loss=2.0,
-            n_params=n_params,
-            precondition=True,
-        )
+        return saddle_plan(n_samples=n, n_params=n_params, precondition=True)
 
     plan = preconditioned_plan(3)
     assert plan.precondition_share == saddle._PRECONDITION_SHARE
@@ -318,16 +297,9 @@ def test_momentum_shortens_only_the_noise_term(z, precondition):
     n, trace = 300, 5.0
 
     def plan_with(momentum, learning_rate="auto"):
-        return make_saddle_plan(
+        return saddle_plan(
             n_samples=n,
-            n_groups=2,
-            row_norm=2.0,
-            n_iter=40,
             learning_rate=learning_rate,
-            eta_p="auto",
-            l2=0.0,
-            clip_norm="auto",
-            max_loss=2.0,
             n_params=3,
             precondition=precondition,
             momentum=momentum,
