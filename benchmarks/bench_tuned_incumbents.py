@@ -102,52 +102,43 @@ GRIDS = {
 }
 
 
-def _setting(clip, lr, batch, epochs):
-    return {"clip": clip, "lr": lr, "batch": batch, "epochs": epochs}
+def _setting(spec):
+    """``"clip lr batch epochs"`` -> a setting."""
+    clip, lr, batch, epochs = spec.split()
+    return {
+        "clip": float(clip),
+        "lr": float(lr),
+        "batch": int(batch),
+        "epochs": int(epochs),
+    }
 
 
-# Settings the tuning chose (numpy widened / numpy base grid / Opacus), per
-# data set and epsilon; duplicates listed once.
+# Settings the tuning chose ("clip lr batch epochs"; numpy widened, numpy
+# base grid, Opacus), per data set and epsilon; duplicates listed once.
 CHOSEN = {
     "breast_cancer": {
-        0.1: [
-            _setting(0.05, 1, 32, 100),
-            _setting(0.1, 4, 32, 10),
-            _setting(0.5, 0.2, 128, 100),
-        ],
-        0.5: [_setting(0.5, 1, 64, 30), _setting(0.5, 1, 128, 100)],
-        1.0: [
-            _setting(0.1, 1, 64, 300),
-            _setting(0.5, 0.2, 32, 100),
-            _setting(0.1, 4, 32, 100),
-        ],
-        2.0: [
-            _setting(0.1, 16, 128, 100),
-            _setting(0.5, 4, 64, 30),
-            _setting(0.1, 4, 32, 100),
-        ],
-        4.0: [_setting(1, 1, 128, 100), _setting(0.5, 4, 64, 30)],
-        8.0: [
-            _setting(0.5, 4, 64, 300),
-            _setting(0.5, 4, 64, 100),
-            _setting(0.5, 4, 32, 30),
-        ],
+        0.1: ["0.05 1 32 100", "0.1 4 32 10", "0.5 0.2 128 100"],
+        0.5: ["0.5 1 64 30", "0.5 1 128 100"],
+        1.0: ["0.1 1 64 300", "0.5 0.2 32 100", "0.1 4 32 100"],
+        2.0: ["0.1 16 128 100", "0.5 4 64 30", "0.1 4 32 100"],
+        4.0: ["1 1 128 100", "0.5 4 64 30"],
+        8.0: ["0.5 4 64 300", "0.5 4 64 100", "0.5 4 32 30"],
     },
     "digits": {
-        0.1: [_setting(1, 0.05, 64, 30), _setting(0.1, 1, 256, 100)],
-        0.5: [_setting(1, 0.05, 64, 100), _setting(2, 0.2, 64, 10)],
-        1.0: [_setting(0.5, 0.2, 64, 100), _setting(1, 1, 64, 10)],
-        2.0: [_setting(0.1, 4, 64, 100)],
-        4.0: [_setting(0.5, 4, 256, 100), _setting(0.5, 1, 64, 100)],
-        8.0: [_setting(1, 4, 256, 100)],
+        0.1: ["1 0.05 64 30", "0.1 1 256 100"],
+        0.5: ["1 0.05 64 100", "2 0.2 64 10"],
+        1.0: ["0.5 0.2 64 100", "1 1 64 10"],
+        2.0: ["0.1 4 64 100"],
+        4.0: ["0.5 4 256 100", "0.5 1 64 100"],
+        8.0: ["1 4 256 100"],
     },
     "adult_bins": {
-        0.1: [_setting(0.1, 4, 1024, 100)],
-        0.5: [_setting(0.5, 4, 1024, 100)],
-        1.0: [_setting(1, 1, 1024, 300)],
-        2.0: [_setting(2, 1, 1024, 300)],
-        4.0: [_setting(1, 1, 256, 300)],
-        8.0: [_setting(2, 1, 1024, 300)],
+        0.1: ["0.1 4 1024 100"],
+        0.5: ["0.5 4 1024 100"],
+        1.0: ["1 1 1024 300"],
+        2.0: ["2 1 1024 300"],
+        4.0: ["1 1 256 300"],
+        8.0: ["2 1 1024 300"],
     },
 }
 QUICK_GRID = {
@@ -466,7 +457,7 @@ def retest(args):
         for epsilon in args.epsilons:
             tested = [
                 (setting, run("numpy", data, setting, epsilon, args.test_seeds)[1])
-                for setting in CHOSEN[name][epsilon]
+                for setting in map(_setting, CHOSEN[name][epsilon])
             ]
             best = max((acc for _, acc in tested), key=np.mean)
             mine = ours(data, epsilon, args.test_seeds)
