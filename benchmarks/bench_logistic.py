@@ -44,6 +44,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 
+from skdp._solvers import _sgd
 from skdp._solvers._sgd import auto_epochs
 from skdp.accounting import logistic_constants
 from skdp.datasets import adult_design_matrix, load_adult
@@ -103,6 +104,12 @@ CONFIGS = {
     "rate-0.1": {"max_rate": 0.1},
     "rate-0.2-2x-epochs": {"max_rate": 0.2, "epochs_mult": 2},
     "rate-0.15-2x-epochs": {"max_rate": 0.15, "epochs_mult": 2},
+    # The Poisson "auto" step boost at a small noise per coordinate
+    # (skdp/_solvers/_sgd.py, auto_step_boost): "no-step-boost" turns it off,
+    # "step-2x" doubles the "auto" step at every noise level. Module constants
+    # overridden for the fits of the config only ("module").
+    "no-step-boost": {"module": {"_AUTO_STEP_BOOST_MAX": 1.0}},
+    "step-2x": {"module": {"_AUTO_STEP_NOISE": (1e9, 1e8)}},
     # Best found on Adult at eps=0.1 (worse elsewhere: small data sets).
     "adult-low-eps": {
         "batch_sampling": "poisson",
@@ -197,6 +204,20 @@ def evaluate(data, config, epsilon, seeds, neighbouring="replace-one", delta=Non
     ``"n^-1.1"`` for the incumbents' convention (much larger on small data:
     3.6e-4 on digits, 1.3e-3 on breast_cancer).
     """
+    X_train, X_test, y_train, y_test, row_norm = data
+    config = dict(config)
+    overrides = config.pop("module", {})
+    saved = {name: getattr(_sgd, name) for name in overrides}
+    try:
+        for name, value in overrides.items():
+            setattr(_sgd, name, value)
+        return _evaluate(data, config, epsilon, seeds, neighbouring, delta)
+    finally:
+        for name, value in saved.items():
+            setattr(_sgd, name, value)
+
+
+def _evaluate(data, config, epsilon, seeds, neighbouring, delta):
     X_train, X_test, y_train, y_test, row_norm = data
     params = estimator_params(
         config,

@@ -15,6 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skdp._solvers._sgd import (
     _temperature_derivatives,
     auto_clip_fraction,
+    auto_step_boost,
     fit_temperature,
     make_plan,
     temperature_bound,
@@ -204,10 +205,11 @@ def test_auto_poisson_clip_grows_only_when_the_noise_is_small():
     assert auto_clip_fraction(0.1) == pytest.approx(0.05 * 5**0.5)
     common = {**POISSON_PLAN, "n_samples": 100_000, "epochs": 30, "epsilon": 2.0}
     base = make_plan(**common)
-    # z sqrt(p) / b = 0.5 * sqrt(4) / 100 = 0.01: the largest clip.
+    # z sqrt(p) / b = 0.5 * sqrt(4) / 100 = 0.01: the largest clip (and, at
+    # z / b = 0.005, twice the step: auto_step_boost).
     quiet = make_plan(noise_multiplier=0.5, n_params=4, **common)
     assert quiet.clip_norm == pytest.approx(5 * base.clip_norm)
-    assert quiet.learning_rates[0] == pytest.approx(base.learning_rates[0] / 5)
+    assert quiet.learning_rates[0] == pytest.approx(2 * base.learning_rates[0] / 5)
     assert quiet.events(0.5) == base.events(0.5)
     # Noisy (z sqrt(p) / b = 0.4), given clip, cyclic: unchanged.
     noisy = make_plan(noise_multiplier=20.0, n_params=4, **common)
@@ -219,6 +221,37 @@ def test_auto_poisson_clip_grows_only_when_the_noise_is_small():
     assert make_plan(noise_multiplier=0.5, n_params=4, **cyclic).clip_norm == (
         make_plan(**cyclic).clip_norm
     )
+
+
+def test_auto_poisson_step_grows_only_when_the_noise_per_coordinate_is_small():
+    # z / b (noise std on one coordinate of an averaged step over the clip
+    # norm): the "auto" step is multiplied by 1 at >= 0.017, 2 at <= 0.011,
+    # log-linear in between.
+    assert auto_step_boost(None) == 1.0
+    assert auto_step_boost(0.5) == auto_step_boost(0.017) == 1.0
+    assert auto_step_boost(0.011) == auto_step_boost(1e-9) == 2.0
+    assert auto_step_boost((0.017 * 0.011) ** 0.5) == pytest.approx(2**0.5)
+    common = {**POISSON_PLAN, "n_samples": 100_000, "epochs": 30, "epsilon": 2.0}
+    base = make_plan(**common)
+    # Noisy, z / b = 2.5 / 100: the step and clip of the plan without z.
+    noisy = make_plan(noise_multiplier=2.5, n_params=10_000, **common)
+    assert noisy.cache_key() == base.cache_key()
+    # z / b = 1.1 / 100 (rho = 1.1 > 0.2: clip unchanged): twice the step.
+    quiet = make_plan(noise_multiplier=1.1, n_params=10_000, **common)
+    assert quiet.clip_norm == base.clip_norm
+    assert quiet.learning_rates[0] == pytest.approx(2 * base.learning_rates[0])
+    assert quiet.events(1.1) == base.events(1.1)
+    # A given learning rate or clip, cyclic batches and DP-SGLD keep their
+    # steps.
+    for other in (
+        {"learning_rate": 3.0},
+        {"clip_norm": 0.3},
+        {"sampling": "cyclic"},
+        {"solver": "dp-sgld"},
+    ):
+        kwargs = {**common, **other}
+        tuned = make_plan(noise_multiplier=1.1, n_params=10_000, **kwargs)
+        assert tuned.cache_key() == make_plan(**kwargs).cache_key()
 
 
 def test_fit_uses_the_noise_dependent_clip():
