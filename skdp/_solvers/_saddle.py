@@ -162,7 +162,6 @@ _TAIL_FRACTION = 0.5
 # diabetes (noise-bound everywhere) within 0.002, well inside one standard
 # deviation (two-rule 0.5467 -> 0.5475 at 0.5, diabetes 0.7845 -> 0.7866).
 _AUTO_MOMENTUM = 0.9
-_AUTO_MOMENTUM = 0.9
 # Preconditioner (``_private_preconditioner``, ``precondition=True``): this
 # share of the budget releases the second-moment matrix of the rows once
 # (taken from the gradients' share); the ridge is this multiple of the noise's
