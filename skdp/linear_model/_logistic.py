@@ -159,8 +159,8 @@ class DPLogisticRegression(
         and shuffled batches; 64 times that for Poisson batches (whose clip
         norm is small, see ``max_grad_norm``), lowered with a target
         ``epsilon`` below ``epsilon * batch_size / epochs * 32`` times it
-        under add/remove (16 under replace-one), i.e. below epsilon 0.23
-        (add/remove) or 0.47 (replace-one) with the default batch and
+        under add/remove (8 under replace-one), i.e. below epsilon 0.23
+        (add/remove) or 0.94 (replace-one) with the default batch and
         epochs: with little budget the noise dominates the steps, and
         shorter steps averaged over the tail win (digits, add/remove at
         epsilon 0.1: 0.379 -> 0.453 test accuracy; measured in
