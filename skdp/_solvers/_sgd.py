@@ -305,6 +305,20 @@ def auto_epochs(sampling, epsilon=None, neighbouring="replace-one"):
     return epochs
 
 
+def _log_linear(noise, start, end, low, high):
+    """``low`` at ``noise >= start``, ``high`` at ``noise <= end``, log-linear between.
+
+    The shape of the noise-dependent "auto" rules (``start > end``): a value
+    ``low * (high / low) ** t`` with ``t`` the position of ``log noise``
+    between ``log start`` (0) and ``log end`` (1), clamped to [0, 1]. ``noise``
+    None (unknown): ``low``.
+    """
+    if noise is None:
+        return low
+    t = np.log(start / max(noise, 1e-300)) / np.log(start / end)
+    return float(low * (high / low) ** min(max(t, 0.0), 1.0))
+
+
 def auto_clip_fraction(relative_noise):
     """Poisson ``clip_norm="auto"`` as a fraction of the gradient bound.
 
@@ -322,12 +336,7 @@ def auto_clip_fraction(relative_noise):
         0.05 when the relative noise is at least 0.2, 0.25 when it is at most
         0.05, log-linear in between. A function of public quantities only.
     """
-    low, high = _AUTO_CLIP_RANGE
-    if relative_noise is None:
-        return low
-    start, end = _AUTO_CLIP_RHO
-    t = np.log(start / max(relative_noise, 1e-300)) / np.log(start / end)
-    return float(low * (high / low) ** min(max(t, 0.0), 1.0))
+    return _log_linear(relative_noise, *_AUTO_CLIP_RHO, *_AUTO_CLIP_RANGE)
 
 
 def auto_step_boost(coordinate_noise):
@@ -346,11 +355,7 @@ def auto_step_boost(coordinate_noise):
         1 (no change) when ``z / b`` is at least 0.017, 2 when it is at most
         0.011, log-linear in between. A function of public quantities only.
     """
-    if coordinate_noise is None:
-        return 1.0
-    start, end = _AUTO_STEP_NOISE
-    t = np.log(start / max(coordinate_noise, 1e-300)) / np.log(start / end)
-    return float(_AUTO_STEP_BOOST_MAX ** min(max(t, 0.0), 1.0))
+    return _log_linear(coordinate_noise, *_AUTO_STEP_NOISE, 1.0, _AUTO_STEP_BOOST_MAX)
 
 
 def make_plan(
