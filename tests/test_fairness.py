@@ -176,6 +176,41 @@ def test_step_shortened_when_rows_weigh_more(learning_rate, z):
         assert plan.step_at(z, 3.0 / n) == pytest.approx(base / 2)
 
 
+def test_walk_radius_grows_as_the_run_noise_falls():
+    # The "auto" step's noise-walk radius is 3 at a large run noise
+    # 2 z / (sqrt(gradient share) n), 6 at a small one, monotone in between,
+    # and does not depend on the number of steps (the per-step noise grows
+    # as sqrt(T), the run noise does not).
+    n = 10_000
+    share = saddle._GRADIENT_SHARE
+    radii = []
+    for run_noise in [1e-2, 2.2e-4, 1.8e-4, 1.5e-4, 1.25e-4, 1e-6]:
+        z = run_noise * np.sqrt(share) * n / 2.0
+        by_steps = {
+            T: saddle_plan(n_samples=n, n_iter=T).walk_radius(z) for T in (10, 1000)
+        }
+        assert by_steps[10] == pytest.approx(by_steps[1000])
+        radii.append(by_steps[1000])
+    assert radii[0] == radii[1] == pytest.approx(3.0)
+    assert radii[-2] == radii[-1] == pytest.approx(6.0)
+    assert np.all(np.diff(radii[1:-1]) > 0)
+    # The "auto" step uses it: twice the radius, twice the noise term.
+    plan = saddle_plan(n_samples=n, n_iter=1000)
+    small, large = 1e-2 * np.sqrt(share) * n / 2, 1e-6 * np.sqrt(share) * n / 2
+    noise_term = plan.walk_step(
+        small, 1.0 / n, cap=np.inf, radius=3.0, dimension=plan.n_params
+    )
+    assert plan.step_size(small) == pytest.approx(
+        min(4.0 / plan.smoothness, noise_term)
+    )
+    noise_term = plan.walk_step(
+        large, 1.0 / n, cap=np.inf, radius=6.0, dimension=plan.n_params
+    )
+    assert plan.step_size(large) == pytest.approx(
+        min(4.0 / plan.smoothness, noise_term)
+    )
+
+
 @pytest.mark.parametrize("clip_norm", ["auto", 0.1])
 def test_sensitivity_by_enumeration(clip_norm):
     """Every replace-one neighbour of every 3-record data set moves the releases

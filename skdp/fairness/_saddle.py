@@ -129,7 +129,8 @@ class DPSaddlePointClassifier(
         released, so the step is free to exceed the non-expansive limit; 4 was
         best on Adult), and the step at which the noise's random walk over
         ``n_iter`` steps stays within a radius of 3 (smaller steps on little
-        data or at small epsilon; computed from ``n`` and the noise only).
+        data or at small epsilon; computed from ``n`` and the noise only),
+        widened up to 6 where the noise is small (Adult from epsilon 2).
         A step whose largest row weight ``max_k p_k / n_k`` exceeds
         ``1.5 / n`` (the adversary on a small group, whose rows then carry
         more noise) has the second term scaled by ``1.5 / (n max_k p_k / n_k)``;
