@@ -904,18 +904,21 @@ def run_logistic_sgd(
         else:
             Xb = _take_rows(X, idx, buffer)
         if table is not None:
-            # One gather of (scale, norm, label, weight) rows, transposed into
-            # contiguous columns (numpy runs several times slower on strided
-            # vectors of this size, and each column is read up to three times).
-            # The label column holds the class index as a float: binary targets
-            # are that column itself (the same 0.0 / 1.0 as the cast codes).
-            scale, norm, labels, weights = table.take(idx, axis=0).T.copy()
+            # One gather of (scale, norm, label, weight) rows, read through
+            # column views; the scale alone is copied to a contiguous vector
+            # (it is read twice, in broadcast products that run about twice as
+            # slow on a strided vector; copying every column costs more than
+            # it saves). The label column holds the class index as a float:
+            # binary targets are that column itself (the same 0.0 / 1.0 as the
+            # cast codes).
+            looked_up = table.take(idx, axis=0)
+            scale, norm = looked_up[:, 0].copy(), looked_up[:, 1]
             if binary:
-                Yb = labels[:, None]
+                Yb = looked_up[:, 2:3]
             else:
-                Yb = eye[labels.astype(np.intp)]
+                Yb = eye[looked_up[:, 2].astype(np.intp)]
             if sample_weight is not None:
-                problem["weights"] = weights
+                problem["weights"] = looked_up[:, 3]
         else:
             labels = codes[idx]
             # Norms of the batch's rows while they sit in cache: no separate
