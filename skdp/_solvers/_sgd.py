@@ -883,11 +883,13 @@ def run_logistic_sgd(
     # Everything the loop reads every step, looked up once: Python floats for
     # the step sizes and batch sizes (the same doubles as the plan's, without
     # a numpy scalar per step), and one problem dict whose weights change.
-    # Poisson plans hold the expected batch size for every step: the
-    # gradient sum is divided by it, never by the drawn size (no
-    # data-dependent scale).
+    # A Poisson step divides by the expected batch size, never by the drawn
+    # size (no data-dependent scale).
     rates = plan.learning_rates.tolist()
-    denoms = [float(size) for size in plan.batch_sizes]
+    if plan.sampling == "poisson":
+        denoms = [float(plan.batch_sizes[0])] * steps_per_epoch
+    else:
+        denoms = [float(size) for size in plan.batch_sizes]
     l2 = plan.l2
     sgld = plan.solver == "dp-sgld"
     prox = plan.l1 > 0 or plan.projection_radius is not None
