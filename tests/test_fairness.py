@@ -176,6 +176,24 @@ def test_step_shortened_when_rows_weigh_more(learning_rate, z):
         assert plan.step_at(z, 3.0 / n) == pytest.approx(base / 2)
 
 
+def test_tail_fraction_grows_with_the_run_noise():
+    # Half the iterates are averaged at a small run noise, all of them at a
+    # large one, monotone in between, whatever the number of steps; the run
+    # noise is the public 2 z / (sqrt(gradient share) n).
+    n = 10_000
+    share = saddle._GRADIENT_SHARE
+    tails = []
+    for run_noise in [1e-6, 1.05e-3, 1.5e-3, 2.5e-3, 4e-3, 1.0]:
+        z = run_noise * np.sqrt(share) * n / 2.0
+        plans = [saddle_plan(n_samples=n, n_iter=T) for T in (10, 1000)]
+        assert plans[1].run_noise(z) == pytest.approx(run_noise)
+        assert plans[0].tail_fraction(z) == pytest.approx(plans[1].tail_fraction(z))
+        tails.append(plans[1].tail_fraction(z))
+    assert tails[0] == tails[1] == 0.5  # exactly: the earlier runs unchanged
+    assert tails[-2] == pytest.approx(1.0) and tails[-1] == 1.0
+    assert np.all(np.diff(tails[1:-1]) > 0)
+
+
 def test_walk_radius_grows_as_the_run_noise_falls():
     # The "auto" step's noise-walk radius is 3 at a large run noise
     # 2 z / (sqrt(gradient share) n), 6 at a small one, monotone in between,

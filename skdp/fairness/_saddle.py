@@ -91,8 +91,9 @@ class DPSaddlePointClassifier(
     adversary an exponentiated-gradient step towards the groups with the
     largest loss, its weights capped at ``weight_cap`` times the group shares.
     Both players see the data only through Gaussian-noised sums. The model is
-    the average of the last half of the model iterates; ``group_weights_`` is
-    the adversary's last ``p``.
+    the average of the last half of the model iterates (more of them, up to
+    all, where the noise is large against ``n``: small data at small
+    epsilon); ``group_weights_`` is the adversary's last ``p``.
 
     ``solver="mirror"``: private stochastic mirror descent with sampled
     vertices (González, Guzmán and Paquette). The model lives in the l1-ball
