@@ -176,15 +176,19 @@ def test_step_shortened_when_rows_weigh_more(learning_rate, z):
         assert plan.step_at(z, 3.0 / n) == pytest.approx(base / 2)
 
 
+def z_at_run_noise(run_noise, n):
+    """The noise multiplier whose public run noise 2 z / (sqrt(g) n) is this."""
+    return run_noise * np.sqrt(saddle._GRADIENT_SHARE) * n / 2.0
+
+
 def test_tail_fraction_grows_with_the_run_noise():
     # Half the iterates are averaged at a small run noise, all of them at a
     # large one, monotone in between, whatever the number of steps; the run
     # noise is the public 2 z / (sqrt(gradient share) n).
     n = 10_000
-    share = saddle._GRADIENT_SHARE
     tails = []
     for run_noise in [1e-6, 1.05e-3, 1.5e-3, 2.5e-3, 4e-3, 1.0]:
-        z = run_noise * np.sqrt(share) * n / 2.0
+        z = z_at_run_noise(run_noise, n)
         plans = [saddle_plan(n_samples=n, n_iter=T) for T in (10, 1000)]
         assert plans[1].run_noise(z) == pytest.approx(run_noise)
         assert plans[0].tail_fraction(z) == pytest.approx(plans[1].tail_fraction(z))
@@ -200,10 +204,9 @@ def test_walk_radius_grows_as_the_run_noise_falls():
     # and does not depend on the number of steps (the per-step noise grows
     # as sqrt(T), the run noise does not).
     n = 10_000
-    share = saddle._GRADIENT_SHARE
     radii = []
     for run_noise in [1e-2, 2.2e-4, 1.8e-4, 1.5e-4, 1.25e-4, 1e-6]:
-        z = run_noise * np.sqrt(share) * n / 2.0
+        z = z_at_run_noise(run_noise, n)
         by_steps = {
             T: saddle_plan(n_samples=n, n_iter=T).walk_radius(z) for T in (10, 1000)
         }
@@ -214,19 +217,14 @@ def test_walk_radius_grows_as_the_run_noise_falls():
     assert np.all(np.diff(radii[1:-1]) > 0)
     # The "auto" step uses it: twice the radius, twice the noise term.
     plan = saddle_plan(n_samples=n, n_iter=1000)
-    small, large = 1e-2 * np.sqrt(share) * n / 2, 1e-6 * np.sqrt(share) * n / 2
-    noise_term = plan.walk_step(
-        small, 1.0 / n, cap=np.inf, radius=3.0, dimension=plan.n_params
-    )
-    assert plan.step_size(small) == pytest.approx(
-        min(4.0 / plan.smoothness, noise_term)
-    )
-    noise_term = plan.walk_step(
-        large, 1.0 / n, cap=np.inf, radius=6.0, dimension=plan.n_params
-    )
-    assert plan.step_size(large) == pytest.approx(
-        min(4.0 / plan.smoothness, noise_term)
-    )
+    for run_noise, radius in [(1e-2, 3.0), (1e-6, 6.0)]:
+        z = z_at_run_noise(run_noise, n)
+        noise_term = plan.walk_step(
+            z, 1.0 / n, cap=np.inf, radius=radius, dimension=plan.n_params
+        )
+        assert plan.step_size(z) == pytest.approx(
+            min(4.0 / plan.smoothness, noise_term)
+        )
 
 
 @pytest.mark.parametrize("clip_norm", ["auto", 0.1])
