@@ -12,6 +12,14 @@ synthetic float64 data and prints, for each sampler and batch size:
   with ``E = --epochs``;
 - the ratio of that epoch to the floor, and examples per second.
 
+It then times, for Poisson batches, a bare loop that any numpy
+implementation must at least run: gather each step's rows (drawn in
+advance, so the sampling is not timed) into a reused buffer with
+``np.take`` and compute the batch's two matrix-vector products, nothing
+else (no clipping, noise, link function or update). Its ratio to the floor
+is a lower bound on what a Poisson epoch can reach with numpy: the random
+gather reads every row once, out of order.
+
 With ``--opacus`` it also times Opacus (``PrivacyEngine.make_private`` on a
 ``torch.nn.Linear``, Poisson batches, one thread) on a subset of the rows, on
 the same data, and prints its examples per second (best of ``--repeats``
@@ -26,7 +34,7 @@ import time
 
 import numpy as np
 
-from skdp._solvers._sgd import make_plan, run_logistic_sgd
+from skdp._solvers._sgd import make_plan, poisson_batch, run_logistic_sgd
 
 SAMPLERS = ("cyclic", "shuffle", "poisson")
 BATCHES = (256, 1024, 4096)
@@ -71,6 +79,27 @@ def skdp_fit_time(X, y, sampling, batch, epochs, repeats):
         ),
         repeats,
     )
+
+
+def poisson_bound_time(X, batch, repeats, rng):
+    """Best wall time of one epoch of the bare Poisson loop (gather + 2 products).
+
+    The batches (about ``n / batch`` of them, each row in with probability
+    ``batch / n``) are drawn before the clock starts.
+    """
+    n, d = X.shape
+    q = batch / n
+    batches = [poisson_batch(n, q, rng) for _ in range(max(1, round(n / batch)))]
+    buffer = np.empty((max(len(rows) for rows in batches), d))
+    w = np.zeros(d)
+
+    def epoch():
+        for rows in batches:
+            rows_x = buffer[: len(rows)]
+            np.take(X, rows, axis=0, out=rows_x)
+            rows_x.T @ (rows_x @ w)
+
+    return best_of(epoch, repeats)
 
 
 def opacus_epoch_time(X, y, batch):
@@ -136,6 +165,15 @@ def main():
                 f"| {sampling} | {batch} | {setup * 1e3:.0f} | {epoch * 1e3:.0f} | "
                 f"{epoch / floor:.1f} | {args.n / epoch / 1e6:.2f} M |"
             )
+    print(
+        "\nPoisson lower bound (numpy): gather each batch's rows and the two "
+        "products, nothing else"
+    )
+    print("| batch | epoch (ms) | epoch / floor |")
+    print("|---|---|---|")
+    for batch in BATCHES:
+        bound = poisson_bound_time(X, batch, args.repeats, np.random.default_rng(2))
+        print(f"| {batch} | {bound * 1e3:.0f} | {bound / floor:.1f} |")
     if args.opacus:
         m = min(args.opacus_n, args.n)
         print(
