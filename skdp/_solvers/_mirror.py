@@ -285,7 +285,8 @@ def _batch_estimates(w, p_bar, Xb, yb, gb, omega, plan, fit_intercept):
     group_losses : ndarray of shape (K,)
         ``omega[k] * sum_{i in group k} clip(loss_i)``.
     """
-    Xb = np.clip(Xb, -plan.feature_bound, plan.feature_bound)
+    # In float64: a float32 bound can round above ``feature_bound``.
+    Xb = np.clip(np.asarray(Xb, dtype=float), -plan.feature_bound, plan.feature_bound)
     coef = w[:-1] if fit_intercept else w
     scores = Xb @ coef + (w[-1] if fit_intercept else 0.0)
     residual = (expit(scores) - yb) * (p_bar * omega)[gb]

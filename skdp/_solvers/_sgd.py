@@ -492,9 +492,9 @@ def row_projection(raw_norms, row_norm, fit_intercept):
     norm : ndarray of shape (n,)
         Norm of each projected row fed to the loss.
     """
-    feature_norm = np.sqrt(row_norm**2 - 1.0) if fit_intercept else row_norm
+    radius = np.sqrt(row_norm**2 - 1.0) if fit_intercept else row_norm
     raw = np.asarray(raw_norms, dtype=float)
-    scale = np.minimum(1.0, feature_norm / np.maximum(raw, 1e-300))
+    scale = np.minimum(1.0, radius / np.maximum(raw, 1e-300))
     norm = raw * scale
     if fit_intercept:
         norm = np.sqrt(norm**2 + 1.0)
@@ -516,6 +516,59 @@ def _row_norms(X, chunk=65536, exact=False):
         else:
             out[lo : lo + chunk] = np.nextafter(norms.astype(np.float32), np.inf)
     return out
+
+
+# Rows whose norm exceeds this are put on the public ball before any product
+# (:func:`tame_rows`). Below it, float32 norms and the products ``X @ w`` of the
+# unprojected rows stay far from overflow for any model of norm below 1e270.
+_EXTREME_NORM = 1e30
+
+
+def feature_norm(row_norm, fit_intercept):
+    """Radius of the ball the features go onto (see :func:`row_projection`)."""
+    return math.sqrt(row_norm**2 - 1.0) if fit_intercept else float(row_norm)
+
+
+def tame_rows(X, raw_norms, feature_radius):
+    """Rows of astronomical norm projected onto the public ball up front.
+
+    The projection ``x -> min(1, F / ||x||) x`` onto the ball of radius ``F``
+    (``feature_radius``) is otherwise applied inside the products, as
+    ``(X @ w) * scale``, and norms are taken as the square root of a sum of
+    squares. For a finite row with entries near 1e154 or above that sum
+    overflows, and with larger entries so does ``X @ w``: the model would turn
+    NaN and reveal that one row with certainty. Rows whose norm exceeds
+    ``_EXTREME_NORM`` (or overflowed to infinity) are therefore projected first,
+    in a float64 copy, with their norm computed after dividing them by their
+    largest entry. It is the same per-record map, applied twice (a projection
+    is idempotent), so the mechanism and its privacy are unchanged. When no
+    row is that large (any real data), ``X`` and the norms are returned as
+    they are, without a copy.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, n_features)
+        Finite rows (a batch or the whole data); never modified.
+    raw_norms : ndarray of shape (n,)
+        Their norms as computed, possibly ``inf`` where a square overflowed.
+    feature_radius : float
+
+    Returns
+    -------
+    X, raw_norms : the same objects, or float64 copies with the large rows
+        projected and their norms recomputed.
+    """
+    if raw_norms.max(initial=0.0) <= _EXTREME_NORM:
+        return X, raw_norms
+    large = ~(raw_norms <= _EXTREME_NORM)
+    X = np.array(X, dtype=float)
+    rows = X[large]
+    rows /= np.abs(rows).max(axis=1)[:, None]  # entries in [-1, 1]: no overflow
+    rows *= feature_radius / np.sqrt(np.einsum("ij,ij->i", rows, rows))[:, None]
+    X[large] = rows
+    raw_norms = np.array(raw_norms, dtype=float)
+    raw_norms[large] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    return X, raw_norms
 
 
 def _scores(W, Xb, row_scale, fit_intercept):
@@ -694,6 +747,7 @@ def _temperature_derivatives(X, codes, W, row_norm, fit_intercept, chunk=65536):
     for lo in range(0, X.shape[0], chunk):
         Xb = np.asarray(X[lo : lo + chunk], dtype=float)
         raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
+        Xb, raw = tame_rows(Xb, raw, feature_norm(row_norm, fit_intercept))
         scale, _ = row_projection(raw, row_norm, fit_intercept)
         logits = np.clip(
             _scores(W, Xb, scale, fit_intercept),
@@ -859,6 +913,7 @@ def run_logistic_sgd(
             sample_weight = sample_weight[order]
         order = None
     noise_sum = noise_multiplier * plan.clip_norm
+    radius = feature_norm(row_norm, fit_intercept)
     steps_per_epoch = len(plan.batch_sizes)
     average_from = plan.n_steps - max(1, int(round(plan.tail_fraction * plan.n_steps)))
     W_sum, n_averaged = np.zeros_like(W), 0
@@ -873,6 +928,7 @@ def run_logistic_sgd(
         # gathers 32-byte items faster than 24-byte ones (3.3 against 4.6
         # microseconds for 256 rows of a 1,000,000-row table).
         raw = _row_norms(X, exact=True)
+        X, raw = tame_rows(X, raw, radius)
         table = np.column_stack(
             [
                 *row_projection(raw, row_norm, fit_intercept),
@@ -926,6 +982,7 @@ def run_logistic_sgd(
             # Norms of the batch's rows while they sit in cache: no separate
             # pass over the data, and exact float64 norms for the projection.
             raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
+            Xb, raw = tame_rows(Xb, raw, radius)
             scale, norm = row_projection(raw, row_norm, fit_intercept)
             Yb = labels[:, None].astype(float) if binary else eye[labels]
             if sample_weight is not None:
