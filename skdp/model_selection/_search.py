@@ -1,24 +1,55 @@
 """Total privacy of a cross-validated grid search, known before any fit."""
 
+import numbers
+import warnings
 from dataclasses import replace
 
 import numpy as np
-from sklearn.base import clone
-from sklearn.model_selection import ParameterGrid
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import KFold, ParameterGrid, RepeatedKFold
 
 from ..accounting import compose_spent
+from ..exceptions import PrivacyLeakWarning
 from ..utils._validation import default_delta
 
 __all__ = ["search_privacy"]
 
 
-def _kfold_train_sizes(n_samples, n_splits):
-    """Training-set sizes of ``KFold(n_splits)`` (and stratified variants)."""
-    if not 2 <= n_splits <= n_samples:
-        raise ValueError(f"cv must be between 2 and n_samples, got {n_splits}.")
-    test_sizes = np.full(n_splits, n_samples // n_splits)
-    test_sizes[: n_samples % n_splits] += 1
-    return [int(n_samples - t) for t in test_sizes]
+def _fold_train_sizes(n_samples, cv, estimator):
+    """Training-set sizes of the folds ``cv`` makes on ``n_samples`` rows.
+
+    Only splitters whose folds do not depend on the data are accounted:
+    ``KFold`` (shuffled or not) and ``RepeatedKFold``, or an integer ``k`` for
+    ``KFold(k)``. Then replacing one record changes one row of each training
+    set that holds it and nothing else, so every fit sees a replace-one
+    neighbour (or the same rows). Stratified and group splitters assign rows
+    to folds from the labels or groups: changing one record's label moves
+    other records between folds, which composing the fits does not cover.
+    """
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        if not 2 <= cv <= n_samples:
+            raise ValueError(f"cv must be between 2 and n_samples, got {cv}.")
+        if is_classifier(estimator):
+            warnings.warn(
+                f"search_privacy(cv={cv}) accounts the folds of KFold({cv}). "
+                f"GridSearchCV and cross_val_score with cv={cv} split a "
+                "classifier's rows by StratifiedKFold instead, whose folds follow "
+                "the private labels (one changed label moves other rows between "
+                "folds), and this total does not cover that: pass "
+                f"cv=KFold({cv}) to the search too.",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+        cv = KFold(int(cv))
+    if not isinstance(cv, (KFold, RepeatedKFold)):
+        raise TypeError(
+            "cv must be an int, a KFold or a RepeatedKFold: their folds do not "
+            f"depend on the data. {type(cv).__name__} assigns rows to folds "
+            "from the labels or groups, so one record can move others between "
+            "folds, which composing the fits does not account."
+        )
+    rows = np.zeros((n_samples, 1))  # only the number of rows is read
+    return [len(train) for train, _ in cv.split(rows)]
 
 
 def search_privacy(
@@ -34,6 +65,14 @@ def search_privacy(
     fits keep their events (estimators that report Gaussian-DP or PLD bounds),
     the events are composed by the same tight accountants instead.
 
+    The total holds for replace-one neighbours (every candidate must use
+    ``neighbouring="replace-one"``: under add/remove the fold boundaries move
+    with the number of rows) and for folds that do not depend on the data:
+    pass the same ``KFold`` to the search (``GridSearchCV(..., cv=KFold(5))``).
+    An integer ``cv`` in ``GridSearchCV`` means ``StratifiedKFold`` for a
+    classifier, whose folds follow the private labels; this function then
+    warns, as it accounts ``KFold`` folds.
+
     What this does not cover: choosing the best candidate by its score on
     private validation folds, and the validation scores themselves, are
     further releases of the data. Papernot and Steinke (2022, "Hyperparameter
@@ -46,13 +85,18 @@ def search_privacy(
     ----------
     estimator : skdp estimator
         Needs a ``privacy_plan(n_samples, n_classes)`` method (for a Pipeline,
-        pass its final step and prefix-free parameter names).
+        pass its final step and prefix-free parameter names). A private
+        preprocessing step, such as :class:`skdp.preprocessing.DPStandardScaler`,
+        is refitted on every fold and for the refit too: its spends are not in
+        this total, add them (``k + 1`` fits of its epsilon for ``k`` folds).
     param_grid : dict or list of dicts
         As for :class:`sklearn.model_selection.GridSearchCV`.
     n_samples : int
         Rows passed to the search.
-    cv : int, default=5
-        Number of folds (KFold or StratifiedKFold sizes).
+    cv : int, KFold or RepeatedKFold, default=5
+        The search's folds. An integer ``k`` means ``KFold(k)``. Splitters
+        whose folds depend on the labels or groups (``StratifiedKFold``,
+        ``GroupKFold``, ...) are refused.
     n_classes : int, default=2
     refit : bool, default=True
         Whether the best candidate is refitted on all rows (counted as the
@@ -69,10 +113,18 @@ def search_privacy(
             f"{type(estimator).__name__} has no privacy_plan method; pass the "
             "private estimator (the last step of a Pipeline)."
         )
-    train_sizes = _kfold_train_sizes(int(n_samples), int(cv))
+    train_sizes = _fold_train_sizes(int(n_samples), cv, estimator)
     spends, refits = [], []
     for params in ParameterGrid(param_grid):
         candidate = clone(estimator).set_params(**params)
+        relation = candidate.get_params().get("neighbouring", "replace-one")
+        if relation != "replace-one":
+            raise ValueError(
+                f"search_privacy accounts replace-one neighbours only, got "
+                f"neighbouring={relation!r}: under add/remove the folds' "
+                "boundaries move with the number of rows, so a fold's training "
+                "set can change by more than the one record."
+            )
         for size in train_sizes:
             spends.append(candidate.privacy_plan(size, n_classes)[1])
         if refit:
