@@ -56,9 +56,16 @@ epsilons = [0.25, 1.0, 2.0, 4.0]
 worst = {"DPSaddlePointClassifier (worst group)": [], "DPLogisticRegression (ERM)": []}
 for epsilon in epsilons:
     fair = DPSaddlePointClassifier(
-        epsilon=epsilon, groups=groups, row_norm=row_norm, n_iter=300, random_state=0
+        epsilon=epsilon,
+        groups=groups,
+        classes=[0, 1],
+        row_norm=row_norm,
+        n_iter=300,
+        random_state=0,
     ).fit(X, y, sensitive_features=group)
-    erm = DPLogisticRegression(epsilon=epsilon, row_norm=row_norm, random_state=0)
+    erm = DPLogisticRegression(
+        epsilon=epsilon, classes=[0, 1], row_norm=row_norm, random_state=0
+    )
     erm.fit(X, y)
     worst["DPSaddlePointClassifier (worst group)"].append(
         max(group_losses(fair).values())

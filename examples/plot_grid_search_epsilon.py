@@ -44,7 +44,9 @@ row_norm = np.sqrt(8 + 6)
 # The search
 # ----------
 epsilons = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0]
-estimator = DPLogisticRegression(row_norm=row_norm, epochs=10, random_state=0)
+estimator = DPLogisticRegression(
+    row_norm=row_norm, classes=[0, 1], epochs=10, random_state=0
+)
 param_grid = {"epsilon": epsilons}
 # Folds that do not depend on the data: with ``cv=3`` a classifier's search
 # would use StratifiedKFold, whose folds follow the private labels (one

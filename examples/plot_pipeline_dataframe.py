@@ -61,7 +61,10 @@ preprocess = ColumnTransformer(
 # ``sqrt(len(numeric) + len(categorical))``: a public ``row_norm``.
 row_norm = np.sqrt(len(numeric) + len(categorical))
 model = make_pipeline(
-    preprocess, DPLogisticRegression(epsilon=1.0, row_norm=row_norm, random_state=0)
+    preprocess,
+    DPLogisticRegression(
+        epsilon=1.0, row_norm=row_norm, classes=[0, 1], random_state=0
+    ),
 )
 model.fit(frame, y)
 spent = model[-1].privacy_spent_

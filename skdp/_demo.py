@@ -53,6 +53,7 @@ def run_demo(*, epsilon=1.0, random_state=0):
             epsilon=epsilon,
             batch_sampling=sampling,
             row_norm=ADULT_ROW_NORM,
+            classes=[0, 1],  # public: <=50K and >50K
             random_state=random_state,
         )
         start = time.perf_counter()

@@ -476,7 +476,7 @@ def test_inferred_groups_warn():
     assert est.groups_.tolist() == ["a", "b"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        DPSaddlePointClassifier(groups=["b", "a"], n_iter=10).fit(
+        DPSaddlePointClassifier(groups=["b", "a"], classes=[0, 1], n_iter=10).fit(
             X, y, sensitive_features=labels
         )
 

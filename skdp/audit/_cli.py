@@ -67,12 +67,15 @@ def adult_audit_setup(estimator, rows, epsilon, random_state, **params):
         est = DPSaddlePointClassifier(
             epsilon=epsilon,
             groups=list(ADULT_SCHEMA[_GROUP_COLUMN]),
+            classes=[0, 1],
             row_norm=_ROW_NORM,
             **params,
         )
         return est, X, y, {"sensitive_features": groups}
     if estimator == "logistic":
-        est = DPLogisticRegression(epsilon=epsilon, row_norm=_ROW_NORM, **params)
+        est = DPLogisticRegression(
+            epsilon=epsilon, row_norm=_ROW_NORM, classes=[0, 1], **params
+        )
         return est, X, y, {}
     raise ValueError(f"Unknown estimator {estimator!r}.")
 

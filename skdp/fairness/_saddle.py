@@ -5,7 +5,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
@@ -16,7 +15,7 @@ from ..accounting import account, calibrate_noise_multiplier
 from ..exceptions import PrivacyLeakWarning
 from ..linear_model._base import LinearClassifierPredictMixin
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
-from ..utils._validation import default_delta, enable_progress
+from ..utils._validation import default_delta, enable_progress, resolve_classes
 
 __all__ = ["DPSaddlePointClassifier"]
 
@@ -115,6 +114,9 @@ class DPSaddlePointClassifier(
         The public set of group labels. ``None`` reads it from
         ``sensitive_features`` and emits a :class:`~skdp.exceptions.PrivacyLeakWarning`
         (the set of groups present is then not covered by ``privacy_spent_``).
+    classes : array-like of two labels or None, default=None
+        The public pair of class labels. ``None`` reads it from ``y`` with a
+        :class:`~skdp.exceptions.PrivacyLeakWarning`, as for ``groups``.
     solver : {"gda", "mirror"}, default="gda"
         ``"gda"``: noisy full-batch gradient descent-ascent. ``"mirror"``:
         private mirror descent with sampled vertices (sparse models, one
@@ -193,6 +195,9 @@ class DPSaddlePointClassifier(
         losses the adversary reads are computed (public bound).
     fit_intercept : bool, default=True
     random_state : int, RandomState instance or None, default=None
+        Seed of the noise. ``None`` draws a fresh one. A fixed seed makes
+        refits identical, and anyone who knows it can regenerate the noise
+        and undo the privacy: keep a seed secret, as you would the data.
     verbose : int, default=0
 
     Attributes
@@ -275,6 +280,7 @@ class DPSaddlePointClassifier(
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "groups": ["array-like", None],
+        "classes": ["array-like", None],
         "solver": [StrOptions({"gda", "mirror"})],
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [
@@ -305,6 +311,7 @@ class DPSaddlePointClassifier(
         epsilon=1.0,
         delta=None,
         groups=None,
+        classes=None,
         solver="gda",
         n_iter=_DEFAULT_N_ITER,
         learning_rate="auto",
@@ -325,6 +332,7 @@ class DPSaddlePointClassifier(
         self.epsilon = epsilon
         self.delta = delta
         self.groups = groups
+        self.classes = classes
         self.solver = solver
         self.n_iter = n_iter
         self.learning_rate = learning_rate
@@ -478,17 +486,15 @@ class DPSaddlePointClassifier(
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y")
-        if y_type != "binary":
+        if self.classes is None and y_type != "binary":
             raise ValueError(
                 "Only binary classification is supported. The type of the target "
                 f"is {y_type}."
             )
-        encoder = LabelEncoder().fit(y)
-        if encoder.classes_.size < 2:
-            raise ValueError(
-                f"y contains only one class ({encoder.classes_[0]!r}); "
-                "DPSaddlePointClassifier needs two classes."
-            )
+        classes = resolve_classes(
+            y, self.classes, "DPSaddlePointClassifier", binary=True
+        )
+        labels = (y == classes[1]).astype(int)
         groups, codes = self._resolve_groups(sensitive_features, X.shape[0])
         plan, z, _, delta = self._calibrated_plan(X.shape[0], groups.size, X.shape[1])
         rng = np.random.default_rng(
@@ -498,7 +504,7 @@ class DPSaddlePointClassifier(
             if self.solver == "mirror":
                 w, p, events = run_saddle_mirror(
                     X,
-                    encoder.transform(y),
+                    labels,
                     codes,
                     plan,
                     z,
@@ -509,7 +515,7 @@ class DPSaddlePointClassifier(
             else:
                 w, p, events = run_saddle_gda(
                     X,
-                    encoder.transform(y),
+                    labels,
                     codes,
                     plan,
                     z,
@@ -527,7 +533,7 @@ class DPSaddlePointClassifier(
             self.coef_, self.intercept_ = w[None, :-1].copy(), w[-1:].copy()
         else:
             self.coef_, self.intercept_ = w[None, :].copy(), np.zeros(1)
-        self.classes_ = encoder.classes_
+        self.classes_ = classes
         self.groups_ = groups
         self.group_weights_ = p
         self.n_iter_ = plan.n_iter

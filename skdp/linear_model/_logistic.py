@@ -7,7 +7,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
@@ -19,7 +18,12 @@ from ..accounting import (
     calibrate_noise_multiplier,
 )
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
-from ..utils._validation import check_sample_weight, default_delta, enable_progress
+from ..utils._validation import (
+    check_sample_weight,
+    default_delta,
+    enable_progress,
+    resolve_classes,
+)
 from ._base import LinearClassifierPredictMixin
 
 __all__ = ["DPLogisticRegression"]
@@ -210,7 +214,17 @@ class DPLogisticRegression(
     fit_intercept : bool, default=True
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
         ``"add-remove"`` only with Poisson batches.
+    classes : array-like or None, default=None
+        The public set of class labels (the model has an output for each,
+        even one absent from ``y``; a label of ``y`` outside it is refused).
+        ``None`` reads it from ``y`` and emits a
+        :class:`~skdp.exceptions.PrivacyLeakWarning`: the set of labels present
+        is then not covered by ``privacy_spent_`` (a label only one person has
+        would be revealed).
     random_state : int, RandomState instance or None, default=None
+        Seed of the noise. ``None`` draws a fresh one. A fixed seed makes
+        refits identical, and anyone who knows it can regenerate the noise
+        and undo the privacy: keep a seed secret, as you would the data.
     verbose : int, default=0
         Log a line per epoch (no loss: it would read the data unprotected).
 
@@ -238,7 +252,7 @@ class DPLogisticRegression(
     -----
     **Privacy.** Unit of privacy: one row of ``(X, y)``. Neighbouring relation:
     replace-one by default (add/remove for Poisson batches on request). Public:
-    the number of rows, the classes present, ``row_norm`` and every parameter
+    the number of rows, the classes (``classes``), ``row_norm`` and every parameter
     (under add/remove the plan, sampling rate ``batch_size / n`` and number of
     steps, is still set from the given ``n``, as Opacus does: the bound is for
     that plan; see the limitations page).
@@ -294,6 +308,7 @@ class DPLogisticRegression(
         ],
         "fit_intercept": ["boolean"],
         "neighbouring": [StrOptions({"replace-one", "add-remove"})],
+        "classes": ["array-like", None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -319,6 +334,7 @@ class DPLogisticRegression(
         calibration_share="auto",
         fit_intercept=True,
         neighbouring="replace-one",
+        classes=None,
         random_state=None,
         verbose=0,
     ):
@@ -340,6 +356,7 @@ class DPLogisticRegression(
         self.calibration_share = calibration_share
         self.fit_intercept = fit_intercept
         self.neighbouring = neighbouring
+        self.classes = classes
         self.random_state = random_state
         self.verbose = verbose
 
@@ -471,13 +488,7 @@ class DPLogisticRegression(
         )
         check_classification_targets(y)
         weights = check_sample_weight(sample_weight, X.shape[0])
-        encoder = LabelEncoder().fit(y)
-        classes = encoder.classes_
-        if classes.size < 2:
-            raise ValueError(
-                f"y contains only one class ({classes[0]!r}); DPLogisticRegression "
-                "needs at least two classes."
-            )
+        classes = resolve_classes(y, self.classes, "DPLogisticRegression")
         plan, z, _, delta = self._planned_run(X.shape[0], classes.size)
         if plan.sampling == "poisson" and plan.solver == "dp-sgd":
             # The "auto" clip and step follow the calibrated noise; the events

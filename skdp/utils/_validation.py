@@ -3,10 +3,14 @@
 import contextlib
 import logging
 import sys
+import warnings
 
 import numpy as np
+from sklearn.preprocessing import LabelEncoder
 
-__all__ = ["check_sample_weight", "default_delta", "enable_progress"]
+from ..exceptions import PrivacyLeakWarning
+
+__all__ = ["check_sample_weight", "default_delta", "enable_progress", "resolve_classes"]
 
 #: The default delta is min(_DELTA_CAP, n ** -_DELTA_EXPONENT): well below 1/n.
 _DELTA_CAP = 1e-5
@@ -41,6 +45,62 @@ def check_sample_weight(sample_weight, n_samples):
     if not weights.any():
         raise ValueError("All sample weights are zero; nothing to fit.")
     return weights
+
+
+def resolve_classes(y, declared, name, *, binary=False):
+    """The public set of classes: ``declared``, or read from ``y`` with a warning.
+
+    The class set is a public input (PRIVACY.md): a label that only one
+    person has would be revealed by its presence in ``classes_``. Declared
+    classes are used as given (sorted, unique), whatever ``y`` holds; a label
+    of ``y`` outside them is refused. Without a declaration the set is read
+    from ``y`` and a :class:`~skdp.exceptions.PrivacyLeakWarning` says that
+    ``privacy_spent_`` does not cover that read.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+    declared : array-like or None
+        The estimator's ``classes`` parameter.
+    name : str
+        The estimator's name, for messages.
+    binary : bool
+        Exactly two classes are required.
+
+    Returns
+    -------
+    classes : ndarray, sorted and unique
+    """
+    if declared is None:
+        classes = LabelEncoder().fit(y).classes_
+        if classes.size < 2:
+            raise ValueError(
+                f"y contains only one class ({classes[0]!r}); {name} needs at "
+                "least two classes."
+            )
+        warnings.warn(
+            "classes=None: the set of classes was read from y, which "
+            "privacy_spent_ does not cover (a label only one person has "
+            "reveals them). Declare the public set with classes=[...].",
+            PrivacyLeakWarning,
+            stacklevel=4,
+        )
+    else:
+        classes = np.unique(np.asarray(declared))
+        if np.asarray(declared).ndim != 1 or classes.size < 2:
+            raise ValueError(
+                f"classes must be a 1-d list of at least two distinct labels, got "
+                f"{declared!r}."
+            )
+        if not np.isin(y, classes).all():
+            raise ValueError(
+                f"y has labels outside the declared classes {classes.tolist()!r}."
+            )
+    if binary and classes.size != 2:
+        raise ValueError(
+            f"{name} handles binary classification only; got {classes.size} classes."
+        )
+    return classes
 
 
 @contextlib.contextmanager
