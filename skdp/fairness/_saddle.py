@@ -144,6 +144,8 @@ class DPSaddlePointClassifier(
         shortening for heavy rows).
     eta_p : float or "auto", default="auto"
         Step of the adversary. ``"auto"``: ``sqrt(8 log K / n_iter) / max_loss``.
+        ``0`` freezes it at the noisy group shares (the loss releases are
+        still made and paid for).
     momentum : float in [0, 1) or "auto", default="auto"
         ``"gda"`` only: heavy-ball momentum ``m`` of the model player,
         ``w' = w - lr d + m (w - w_prev)`` (post-processing of the released
@@ -161,7 +163,9 @@ class DPSaddlePointClassifier(
         rows, and otherwise a mix of the worst groups. It bounds the noise of
         the model's steps at ``weight_cap`` times that of private ERM; without
         it (``None``) small groups make the run diverge (see Notes). ``1``:
-        private full-batch ERM.
+        private full-batch ERM, though still paying the 15% of the budget
+        that goes to the group counts and losses, which the adversary then
+        cannot use (``groups=None`` gives ERM with the whole budget).
     alpha : float, default=1e-4
         L2 penalty on all coefficients, intercept included.
     precondition : bool, default=False
@@ -183,8 +187,9 @@ class DPSaddlePointClassifier(
         of ``feature_bound``.
     feature_bound : float or None, default=None
         ``"mirror"`` only: public bound on ``|x_ij|``; entries are clipped to
-        ``[-feature_bound, feature_bound]``. ``None``: ``row_norm`` (which
-        bounds every entry of a row of norm ``row_norm``).
+        ``[-G, G]`` with ``G = feature_bound``, or ``max(feature_bound, 1)``
+        with an intercept (its column of ones shares the bound). ``None``:
+        ``row_norm`` (which bounds every entry of a row of norm ``row_norm``).
     max_grad_norm : float or "auto", default="auto"
         ``"gda"`` only: per-example gradient clip norm; ``"auto"``: 0.6 times
         the largest gradient norm possible on rows of norm ``row_norm`` (the
