@@ -34,7 +34,9 @@ y = (X[:, 0] + 0.3 * rng.normal(size=200) > 0).astype(int)
 # ``canary="auto"`` appends a feature column that only the canary uses; the
 # score of a fitted model is its coefficient on that column (the strongest
 # attack on the released model for linear classifiers).
-honest = DPLogisticRegression(epsilon=2.0, row_norm=1.0, epochs=5, random_state=0)
+honest = DPLogisticRegression(
+    epsilon=2.0, row_norm=1.0, epochs=5, classes=[0, 1], random_state=0
+)
 result = audit(honest, X, y, n_trials=300, random_state=0)
 print(result)
 
@@ -65,7 +67,12 @@ class UnderNoised(DPLogisticRegression):
 
 
 broken = UnderNoised(
-    epsilon=None, noise_multiplier=noise / 10, row_norm=1.0, epochs=5, random_state=0
+    epsilon=None,
+    noise_multiplier=noise / 10,
+    row_norm=1.0,
+    epochs=5,
+    classes=[0, 1],
+    random_state=0,
 )
 caught = audit(broken, X, y, n_trials=300, random_state=0)
 print(caught)

@@ -127,7 +127,8 @@ def test_synth_add_remove_reports_its_relation_and_estimated_size(files, capsys)
     data, domain, tmp = files
     out = tmp / "out.csv"
     args = ["synth", str(data), "--domain", str(domain), "--epsilon", "2"]
-    args += ["--neighbouring", "add-remove", "--random-state", "0", "-o", str(out)]
+    args += ["--neighbouring", "add-remove", "--delta", "1e-5"]
+    args += ["--random-state", "0", "-o", str(out)]
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "(add-remove)" in err

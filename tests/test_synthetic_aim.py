@@ -387,7 +387,11 @@ def test_estimate_total_is_unbiased():
 def test_estimator_add_remove_spend_and_sample_size():
     X, domain = _chain(2000)
     model = DPSyntheticData(
-        epsilon=1.0, domain=domain, neighbouring="add-remove", random_state=0
+        epsilon=1.0,
+        delta=1e-5,
+        domain=domain,
+        neighbouring="add-remove",
+        random_state=0,
     ).fit(X)
     spent = model.privacy_spent_
     assert spent.neighbouring == "add-remove"
@@ -399,7 +403,11 @@ def test_estimator_add_remove_spend_and_sample_size():
     assert abs(model.n_samples_fit_ - X.shape[0]) < 0.05 * X.shape[0]
     assert model.sample().shape == (model.n_samples_fit_, X.shape[1])
     again = DPSyntheticData(
-        epsilon=1.0, domain=domain, neighbouring="add-remove", random_state=0
+        epsilon=1.0,
+        delta=1e-5,
+        domain=domain,
+        neighbouring="add-remove",
+        random_state=0,
     ).fit(X)
     np.testing.assert_array_equal(model.sample(), again.sample())
 
@@ -409,7 +417,7 @@ def test_estimator_add_remove_spend_and_sample_size():
 )
 def test_add_remove_refuses_what_it_does_not_cover(params):
     X, domain = _chain(200)
-    model = DPSyntheticData(domain=domain, neighbouring="add-remove")
+    model = DPSyntheticData(domain=domain, neighbouring="add-remove", delta=1e-5)
     model.set_params(**params)
     with pytest.raises(ValueError, match="add-remove"):
         model.fit(X)
@@ -548,7 +556,7 @@ def test_compress_auto_follows_the_relation():
     merged = {}
     for relation in ("replace-one", "add-remove"):
         model = DPSyntheticData(
-            domain=domain, neighbouring=relation, random_state=0
+            domain=domain, neighbouring=relation, delta=1e-5, random_state=0
         ).fit(X)
         merged[relation] = model._model[2][0].merged.size
     assert merged["replace-one"] == 0

@@ -424,6 +424,9 @@ class _Budget:
         remaining = self.rho - self.used
         last = remaining <= 2.0 * self.round_cost()
         if last:
+            # A hair below what is left, so rounding never takes the total
+            # past the budget.
+            remaining *= 1.0 - 1e-12
             self.z = math.sqrt(1.0 / (2.0 * MEASURE_SHARE * remaining))
             self.eps = math.sqrt(8.0 * (1.0 - MEASURE_SHARE) * remaining)
         self.used += self.round_cost()

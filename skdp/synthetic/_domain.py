@@ -131,10 +131,14 @@ def _numeric_spec(key, spec, dtype, bins):
         )
     low, high = float(spec[0]), float(spec[1])
     n_bins = int(spec[2]) if len(spec) == 3 else int(bins)
-    if not (math.isfinite(low) and math.isfinite(high)) or high < low or n_bins < 1:
+    if (
+        not (math.isfinite(low) and math.isfinite(high) and math.isfinite(high - low))
+        or high < low
+        or n_bins < 1
+    ):
         raise ValueError(
-            f"Domain of column {key!r} needs finite low <= high and n_bins >= 1, "
-            f"got {spec!r}."
+            f"Domain of column {key!r} needs finite low <= high (with a finite "
+            f"span high - low) and n_bins >= 1, got {spec!r}."
         )
     if dtype is not None and _numpy_dtype(dtype) and np.dtype(dtype) != object:
         integer = _is_integer_dtype(dtype)
@@ -282,7 +286,7 @@ def _encode_numeric(spec, values):
     """Codes of a numeric column and how many values were clipped."""
     try:
         x = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(
             f"Column {spec.key!r} has a numeric domain (low, high) but holds "
             "non-numeric values; declare its categories as a list instead."
@@ -366,8 +370,28 @@ def decode_column(spec, codes, rng, dtype=None):
     return values
 
 
+def _integer_dtype_for(dtype, specs):
+    """``dtype`` if every numeric spec's range fits it, else int64."""
+    info = np.iinfo(dtype)
+    fits = all(
+        spec.categories is not None or (info.min <= spec.low and spec.high <= info.max)
+        for spec in specs
+    )
+    return np.dtype(dtype) if fits else np.dtype(np.int64)
+
+
 def rebuild_table(specs, codes, rng, frame_info, dtype):
-    """The input's container type (DataFrame or array) from sampled codes."""
+    """The input's container type (DataFrame or array) from sampled codes.
+
+    Everything about the output comes from the public specs, never from what
+    the input's container learned from its values: a categorical column's
+    categories are the declared ones (plus :data:`OTHER`), not those of the
+    input's dtype (``astype("category")`` takes them from the data, so an
+    undeclared value would be released by name), and a string array comes back
+    as an object array (its width would be that of the longest input value,
+    and a declared category longer than it would be cut). An integer dtype too
+    narrow for a declared range is widened to int64.
+    """
     if frame_info is not None:
         import pandas as pd  # lazy: pandas is optional
 
@@ -376,20 +400,31 @@ def rebuild_table(specs, codes, rng, frame_info, dtype):
             col_dtype = frame_info["dtypes"][spec.key]
             values = decode_column(spec, codes[:, j], rng, col_dtype)
             if getattr(col_dtype, "name", None) == "category":
-                if spec.other and OTHER not in set(col_dtype.categories):
-                    col_dtype = pd.CategoricalDtype(
-                        [*col_dtype.categories, OTHER], ordered=col_dtype.ordered
-                    )
-                data[spec.key] = pd.Categorical(values, dtype=col_dtype)
+                if spec.categories is not None:
+                    levels = [*spec.categories] + ([OTHER] if spec.other else [])
+                    public = pd.CategoricalDtype(levels, ordered=col_dtype.ordered)
+                    data[spec.key] = pd.Categorical(values, dtype=public)
+                else:
+                    data[spec.key] = pd.Series(values, dtype=object).array
+            elif _numpy_dtype(col_dtype) and np.dtype(col_dtype).kind in "iu":
+                target = _integer_dtype_for(col_dtype, [spec])
+                data[spec.key] = pd.Series(values).astype(target).array
+            elif _numpy_dtype(col_dtype) and np.dtype(col_dtype).kind in "US":
+                data[spec.key] = pd.Series(values, dtype=object).array
             else:
                 data[spec.key] = pd.Series(values).astype(col_dtype).array
         frame = pd.DataFrame(data)
         frame.columns = frame_info["columns"]
         return frame
+    dtype = np.dtype(dtype)
+    if dtype.kind in "US":
+        dtype = np.dtype(object)
+    elif dtype.kind in "iu":
+        dtype = _integer_dtype_for(dtype, specs)
     out = np.empty(codes.shape, dtype=dtype)
     for j, spec in enumerate(specs):
         values = decode_column(spec, codes[:, j], rng, dtype)
-        if np.dtype(dtype).kind == "O" and spec.integer:
+        if dtype.kind == "O" and spec.integer:
             values = [v if v is None else int(v) for v in values]
         out[:, j] = values
     return out

@@ -167,7 +167,14 @@ class DPSyntheticData(BaseEstimator):
     **Privacy.** The unit of privacy is one row; neighbouring data sets differ
     by replacing one row (replace-one). Public: the domain (categories, numeric
     ranges, number of bins, the missing and other levels), the column names and
-    dtypes, and the number of rows. A count table's replace-one sensitivity is
+    dtypes, and the number of rows. The dtypes decide whether a numeric
+    column is binned as integers and whether ``missing="category"`` gives it
+    a missing level, so fix them yourself (``read_csv(dtype=...)``): a dtype
+    that pandas or numpy infers from the values (int64 unless some row holds
+    2.5 or a blank) is read from the data. The released table takes its
+    categories and string types from the domain only, never from the input's
+    dtype (whose categories ``astype("category")`` reads from the data). A
+    count table's replace-one sensitivity is
     ``sqrt(2)`` in L2 and 2 in L1. With ``neighbouring="add-remove"`` (one row
     added or removed) it is 1 in both, the scores' sensitivity is
     ``max weight``, and the number of rows is private: the model's total is the
@@ -227,7 +234,9 @@ class DPSyntheticData(BaseEstimator):
     warning to whoever runs the fit (the curator; the warning is not part of
     the released output). Empty input, columns of the wrong type for their
     domain and infinite values raise ``ValueError`` before anything is
-    measured. A single row or constant columns are fitted like any other data.
+    released (with ``infer_domain``, possibly after the private range
+    histograms ran; the fit is then rolled back and nothing is kept). A
+    single row or constant columns are fitted like any other data.
 
     References
     ----------
@@ -330,6 +339,12 @@ class DPSyntheticData(BaseEstimator):
                 "neighbouring='add-remove' is supported with method='aim' and a "
                 "declared domain (infer_domain=None); got "
                 f"method={self.method!r}, infer_domain={self.infer_domain!r}."
+            )
+        if self.neighbouring == "add-remove" and self.delta is None:
+            raise ValueError(
+                "neighbouring='add-remove' needs an explicit delta: the default "
+                "min(1e-5, n ** -1.1) depends on the number of rows, which "
+                "add-remove keeps private (delta_ would reveal it)."
             )
         columns, frame_info = as_table(X)
         keys = [key for key, _, _ in columns]
