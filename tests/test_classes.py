@@ -73,3 +73,14 @@ def test_declared_classes_refuse_other_labels_before_any_change():
         _logistic(classes=[1]).fit(X, y)
     with pytest.raises(ValueError, match="binary"):
         _saddle(classes=[0, 1, 2]).fit(X, y)
+
+
+def test_privacy_plan_follows_the_declared_classes():
+    # The plan of a fit with three declared classes, known without data.
+    declared = _logistic(classes=["a", "b", "c"], batch_size=64)
+    z_declared, spent_declared, _ = declared.privacy_plan(500)
+    z_three, spent_three, _ = declared.privacy_plan(500, 3)
+    assert (z_declared, spent_declared) == (z_three, spent_three)
+    X, y = _data(n=500)
+    fitted = declared.fit(X, np.array(["a", "b", "c"])[y])
+    assert fitted.privacy_spent_ == spent_declared

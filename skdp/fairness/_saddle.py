@@ -398,14 +398,14 @@ class DPSaddlePointClassifier(
             raise ValueError(f"groups has duplicate labels: {groups.tolist()!r}.")
         return groups
 
-    def privacy_plan(self, n_samples, n_classes=2, *, n_groups=None, n_features=1):
+    def privacy_plan(self, n_samples, n_classes=None, *, n_groups=None, n_features=1):
         """Noise and privacy of a fit on ``n_samples`` rows, without any data.
 
         Parameters
         ----------
         n_samples : int
-        n_classes : int, default=2
-            Must be 2 (binary only); accepted for
+        n_classes : int or None, default=None
+            Must be 2 (binary only) or None; accepted for
             :func:`skdp.model_selection.search_privacy`.
         n_groups : int or None, default=None
             ``None``: the number of declared ``groups`` (required then).
@@ -420,7 +420,7 @@ class DPSaddlePointClassifier(
         delta : float
         """
         self._validate_params()
-        if n_samples < 1 or n_classes != 2:
+        if n_samples < 1 or n_classes not in (None, 2):
             raise ValueError(
                 "n_samples must be >= 1 and n_classes == 2: only binary "
                 "classification is supported."

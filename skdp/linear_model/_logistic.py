@@ -424,7 +424,7 @@ class DPLogisticRegression(
             n_params=n_params,
         )
 
-    def privacy_plan(self, n_samples, n_classes=2):
+    def privacy_plan(self, n_samples, n_classes=None):
         """Noise and privacy of a fit on ``n_samples`` rows, without any data.
 
         The spend depends only on the parameters and ``n`` (public), never on
@@ -434,7 +434,8 @@ class DPLogisticRegression(
         Parameters
         ----------
         n_samples : int
-        n_classes : int, default=2
+        n_classes : int or None, default=None
+            ``None``: the number of declared ``classes``, or 2 without them.
 
         Returns
         -------
@@ -444,6 +445,8 @@ class DPLogisticRegression(
         """
         self._validate_params()
         self._check_settings()
+        if n_classes is None:
+            n_classes = 2 if self.classes is None else np.unique(self.classes).size
         if n_samples < 1 or n_classes < 2:
             raise ValueError("n_samples must be >= 1 and n_classes >= 2.")
         _, z, spent, delta = self._planned_run(int(n_samples), int(n_classes))

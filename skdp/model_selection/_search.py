@@ -53,7 +53,7 @@ def _fold_train_sizes(n_samples, cv, estimator):
 
 
 def search_privacy(
-    estimator, param_grid, *, n_samples, cv=5, n_classes=2, refit=True, delta=None
+    estimator, param_grid, *, n_samples, cv=5, n_classes=None, refit=True, delta=None
 ):
     """Privacy spent by ``GridSearchCV(estimator, param_grid, cv=cv)``'s fits.
 
@@ -97,7 +97,8 @@ def search_privacy(
         The search's folds. An integer ``k`` means ``KFold(k)``. Splitters
         whose folds depend on the labels or groups (``StratifiedKFold``,
         ``GroupKFold``, ...) are refused.
-    n_classes : int, default=2
+    n_classes : int or None, default=None
+        ``None``: the estimator's declared ``classes``, or 2 without them.
     refit : bool, default=True
         Whether the best candidate is refitted on all rows (counted as the
         most expensive candidate, since which one wins is not known before).
