@@ -131,3 +131,25 @@ def test_the_user_array_is_not_modified():
         epsilon=1.0, groups=[0, 1], row_norm=ROW_NORM, n_iter=5
     ).fit(X_huge, y, sensitive_features=groups)
     np.testing.assert_array_equal(X_huge, before)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"row_norm": 1e31}, {"learning_rate": 1e280}, {"max_grad_norm": 1e31}],
+)
+def test_astronomical_public_bounds_are_refused_logistic(params):
+    # Bounds above 1e30 would let a run overflow on one record's row even
+    # after projection (a review found NaN models at row_norm 1e39).
+    X, y, _ = _data()
+    with pytest.raises(ValueError, match="1e\\+30"):
+        DPLogisticRegression(**params).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "params", [{"row_norm": 1e39}, {"feature_bound": 1e308}, {"l1_radius": 1e31}]
+)
+def test_astronomical_public_bounds_are_refused_saddle(params):
+    X, y, groups = _data()
+    model = DPSaddlePointClassifier(groups=[0, 1], **params)
+    with pytest.raises(ValueError, match="1e\\+30"):
+        model.fit(X, y, sensitive_features=groups)

@@ -323,3 +323,28 @@ def test_plot_needs_matplotlib_with_a_clear_error():
         "else:\n    raise SystemExit('no error')"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_other_level_on_numeric_and_boolean_columns_samples():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"i": rng.integers(0, 4, 200), "b": rng.random(200) > 0.5})
+    domain = {"i": [0, 1, 2], "b": [True]}
+    model = DPSyntheticData(
+        epsilon=2.0, domain=domain, handle_unknown="other", random_state=0
+    )
+    with pytest.warns(DomainWarning):
+        model.fit(frame)
+    for seed in range(5):
+        synth = model.sample(300, random_state=seed)
+        assert set(synth["i"]) <= {0, 1, 2, OTHER}
+        assert set(synth["b"]) <= {True, OTHER}
+    on_array = DPSyntheticData(
+        epsilon=2.0,
+        domain={0: [0, 1, 2], 1: [1]},
+        handle_unknown="other",
+        random_state=0,
+    )
+    with pytest.warns(DomainWarning):
+        array = on_array.fit(frame.to_numpy(dtype=int)).sample(300)
+    assert array.dtype == object
+    assert set(array[:, 0]) <= {0, 1, 2, OTHER}

@@ -520,7 +520,9 @@ def _row_norms(X, chunk=65536, exact=False):
 
 # Rows whose norm exceeds this are put on the public ball before any product
 # (:func:`tame_rows`). Below it, float32 norms and the products ``X @ w`` of the
-# unprojected rows stay far from overflow for any model of norm below 1e270.
+# unprojected rows stay far from overflow for any model of norm below 1e270;
+# the estimators cap the row-norm bound, the clip and the step at 1e30
+# (``MAGNITUDE_LIMIT``), so a projected row is never scaled up.
 _EXTREME_NORM = 1e30
 
 

@@ -15,7 +15,12 @@ from ..accounting import account, calibrate_noise_multiplier
 from ..exceptions import PrivacyLeakWarning
 from ..linear_model._base import LinearClassifierPredictMixin
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
-from ..utils._validation import default_delta, enable_progress, resolve_classes
+from ..utils._validation import (
+    MAGNITUDE_LIMIT,
+    default_delta,
+    enable_progress,
+    resolve_classes,
+)
 
 __all__ = ["DPSaddlePointClassifier"]
 
@@ -289,7 +294,7 @@ class DPSaddlePointClassifier(
         "solver": [StrOptions({"gda", "mirror"})],
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [
-            Interval(Real, 0, None, closed="neither"),
+            Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"),
             StrOptions({"auto"}),
         ],
         "eta_p": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
@@ -297,11 +302,11 @@ class DPSaddlePointClassifier(
         "weight_cap": [Interval(Real, 1, None, closed="left"), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "precondition": ["boolean"],
-        "l1_radius": [Interval(Real, 0, None, closed="neither")],
-        "row_norm": [Interval(Real, 0, None, closed="neither")],
-        "feature_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "l1_radius": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right")],
+        "row_norm": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right")],
+        "feature_bound": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"), None],
         "max_grad_norm": [
-            Interval(Real, 0, None, closed="neither"),
+            Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"),
             StrOptions({"auto"}),
         ],
         "max_loss": [Interval(Real, 0, None, closed="neither")],

@@ -19,6 +19,7 @@ from ..accounting import (
 )
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
+    MAGNITUDE_LIMIT,
     check_sample_weight,
     default_delta,
     enable_progress,
@@ -286,18 +287,18 @@ class DPLogisticRegression(
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "epochs": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "learning_rate": [
-            Interval(Real, 0, None, closed="neither"),
+            Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"),
             StrOptions({"auto"}),
         ],
         "lr_schedule": [StrOptions({"constant", "decreasing"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
-        "row_norm": [Interval(Real, 0, None, closed="neither")],
+        "row_norm": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right")],
         "max_grad_norm": [
-            Interval(Real, 0, None, closed="neither"),
+            Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"),
             StrOptions({"auto"}),
         ],
-        "projection_radius": [Interval(Real, 0, None, closed="neither"), None],
+        "projection_radius": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"), None],
         "tail_fraction": [
             Interval(Real, 0, 1, closed="left"),
             StrOptions({"auto"}),

@@ -389,8 +389,9 @@ def rebuild_table(specs, codes, rng, frame_info, dtype):
     input's dtype (``astype("category")`` takes them from the data, so an
     undeclared value would be released by name), and a string array comes back
     as an object array (its width would be that of the longest input value,
-    and a declared category longer than it would be cut). An integer dtype too
-    narrow for a declared range is widened to int64.
+    and a declared category longer than it would be cut), as does a column
+    with the :data:`OTHER` level (no numeric or boolean dtype holds it). An
+    integer dtype too narrow for a declared range is widened to int64.
     """
     if frame_info is not None:
         import pandas as pd  # lazy: pandas is optional
@@ -406,18 +407,21 @@ def rebuild_table(specs, codes, rng, frame_info, dtype):
                     data[spec.key] = pd.Categorical(values, dtype=public)
                 else:
                     data[spec.key] = pd.Series(values, dtype=object).array
+            elif spec.other or (
+                _numpy_dtype(col_dtype) and np.dtype(col_dtype).kind in "US"
+            ):
+                # "other" fits no numeric or boolean dtype: object values.
+                data[spec.key] = pd.Series(values, dtype=object).array
             elif _numpy_dtype(col_dtype) and np.dtype(col_dtype).kind in "iu":
                 target = _integer_dtype_for(col_dtype, [spec])
                 data[spec.key] = pd.Series(values).astype(target).array
-            elif _numpy_dtype(col_dtype) and np.dtype(col_dtype).kind in "US":
-                data[spec.key] = pd.Series(values, dtype=object).array
             else:
                 data[spec.key] = pd.Series(values).astype(col_dtype).array
         frame = pd.DataFrame(data)
         frame.columns = frame_info["columns"]
         return frame
     dtype = np.dtype(dtype)
-    if dtype.kind in "US":
+    if dtype.kind in "US" or any(spec.other for spec in specs):
         dtype = np.dtype(object)
     elif dtype.kind in "iu":
         dtype = _integer_dtype_for(dtype, specs)

@@ -10,7 +10,19 @@ from sklearn.preprocessing import LabelEncoder
 
 from ..exceptions import PrivacyLeakWarning
 
-__all__ = ["check_sample_weight", "default_delta", "enable_progress", "resolve_classes"]
+__all__ = [
+    "MAGNITUDE_LIMIT",
+    "check_sample_weight",
+    "default_delta",
+    "enable_progress",
+    "resolve_classes",
+]
+
+#: Largest accepted row-norm bound, feature bound, clip norm, step or l1
+#: radius. Within it, products of a projected row and any model a run can
+#: reach stay finite, so no single record can overflow a run to NaN (which
+#: would reveal it with certainty).
+MAGNITUDE_LIMIT = 1e30
 
 #: The default delta is min(_DELTA_CAP, n ** -_DELTA_EXPONENT): well below 1/n.
 _DELTA_CAP = 1e-5
