@@ -246,7 +246,10 @@ def fit_private(method, epsilon, seed, data, groups):
     X_tr, _, y_tr, _, g_tr, _, row_norm = data
     if method == "private ERM":
         model = DPLogisticRegression(
-            epsilon=epsilon, random_state=seed, **private_erm_params(row_norm)
+            epsilon=epsilon,
+            classes=[0, 1],
+            random_state=seed,
+            **private_erm_params(row_norm),
         )
         start = time.process_time()
         model.fit(X_tr, y_tr)
@@ -254,6 +257,7 @@ def fit_private(method, epsilon, seed, data, groups):
         model = DPSaddlePointClassifier(
             epsilon=epsilon,
             groups=groups,
+            classes=[0, 1],
             solver=method,
             row_norm=row_norm,
             feature_bound=1.0,

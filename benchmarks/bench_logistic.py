@@ -242,7 +242,11 @@ def _evaluate(data, config, epsilon, seeds, neighbouring, delta):
     scores, seconds, losses = [], [], []
     for seed in range(seeds):
         model = DPLogisticRegression(
-            epsilon=epsilon, row_norm=row_norm, random_state=seed, **params
+            epsilon=epsilon,
+            row_norm=row_norm,
+            classes=np.unique(y_train),  # public: the data sets' labels
+            random_state=seed,
+            **params,
         )
         start = time.perf_counter()
         model.fit(X_train, y_train)

@@ -323,6 +323,7 @@ def _estimator(cfg):
         batch_size=4096,
         epochs=cfg["epochs"],
         row_norm=1.0,
+        classes=[0, 1],
         random_state=0,
     )
 

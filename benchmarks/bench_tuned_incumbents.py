@@ -432,6 +432,7 @@ def ours(data, epsilon, seeds):
                 delta=delta,
                 row_norm=row_norm,
                 neighbouring="add-remove",
+                classes=np.unique(y_train),  # public: the data sets' labels
                 random_state=seed,
             )
             .fit(X_train, y_train)
