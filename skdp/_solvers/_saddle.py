@@ -37,7 +37,7 @@ What touches the data, and only through Gaussian noise (replace-one, a record
   I)^-1`` (post-processing; ``lam`` the noise's expected spectral norm, public)
   applied to every released gradient.
 
-Each release is a Gaussian mechanism (PRIVACY.md section 1); their Rényi curves
+Each release is a Gaussian mechanism (docs/accounting.md); their Rényi curves
 add under adaptive composition. Everything else (the floored noisy counts, the
 cap on the adversary's weights, the exponentiated-gradient step on the noisy
 group losses, averaging the iterates) is post-processing.

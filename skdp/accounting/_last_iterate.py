@@ -11,7 +11,8 @@ This is privacy amplification by iteration (Feldman, Mironov, Talwar, Thakurta
 2018, "Privacy amplification by iteration", Theorem 22, shift and contraction
 reductions) extended to ``L_t``-Lipschitz steps with additive residuals as in the
 cyclic DP-SGD seed paper (its Lemma on randomized proximal Lipschitz operators);
-see ``design/PRIVACY.md`` section 3 of the project for the proof sketch.
+docs/accounting.md ("The bounds") states the bound and its conditions, and
+``tests/test_soundness.py`` checks it against exact densities on small chains.
 
 Exact solution of the QP. With ``w_t = prod_{u>t} L_u``, ``d_t = w_t c_t``,
 ``A_t = sum_{u<=t} w_u shift_u`` and ``tau_t = sum_{u<=t} w_u^2 s_u^2``, the

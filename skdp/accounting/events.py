@@ -228,7 +228,7 @@ class NoisyIterationEvent:
         ``z C`` to the sum of clipped gradients (clip norm ``C``) and divides by
         ``b_j``; the displacement ``eta_t * avg`` then carries noise of std
         ``eta_t z C / b_j`` and moves by at most ``2 eta_t C / b_j`` when one
-        record is replaced (PRIVACY.md section 2). Units of ``C`` cancel, so
+        record is replaced (docs/accounting.md, "The bounds"). Units of ``C`` cancel, so
         ``C = 1`` here.
 
         Parameters

@@ -130,7 +130,7 @@ class DPSaddlePointClassifier(
     n_iter : int, default=1000
         Number of steps. ``"gda"``: each reads every row. ``"mirror"``: one
         pass over ``min(n_iter, n)`` disjoint batches.
-    learning_rate : float or "auto", default="auto"
+    learning_rate : float in (0, 1e30] or "auto", default="auto"
         Step of the model player. ``"auto"``: the smaller of
         ``4 / (beta + alpha)``, with ``beta`` the worst-case smoothness of the
         loss on rows of norm ``row_norm`` (every iterate is accounted as
@@ -183,19 +183,19 @@ class DPSaddlePointClassifier(
         coefficients, 0.695 to 0.647 at epsilon 0.5) and on Adult at epsilon
         4 and 8, but raises it on Adult at epsilon 0.5 and on benefits from
         epsilon 2.
-    l1_radius : float, default=20.0
+    l1_radius : float in (0, 1e30], default=20.0
         ``"mirror"`` only: radius of the l1-ball of the coefficients
         (intercept included). Public.
-    row_norm : float, default=1.0
+    row_norm : float in (0, 1e30], default=1.0
         Public bound on the L2 norm of each row of ``X``; larger rows are
         scaled down to it (``"gda"``). ``"mirror"`` uses it as the default
         of ``feature_bound``.
-    feature_bound : float or None, default=None
+    feature_bound : float in (0, 1e30] or None, default=None
         ``"mirror"`` only: public bound on ``|x_ij|``; entries are clipped to
         ``[-G, G]`` with ``G = feature_bound``, or ``max(feature_bound, 1)``
         with an intercept (its column of ones shares the bound). ``None``:
         ``row_norm`` (which bounds every entry of a row of norm ``row_norm``).
-    max_grad_norm : float or "auto", default="auto"
+    max_grad_norm : float in (0, 1e30] or "auto", default="auto"
         ``"gda"`` only: per-example gradient clip norm; ``"auto"``: 0.6 times
         the largest gradient norm possible on rows of norm ``row_norm`` (the
         clip binds on the largest gradients only; 0.6 was best of 1, 0.6 and
@@ -255,7 +255,8 @@ class DPSaddlePointClassifier(
     one group: everything to the gradients, the count is ``n``). With
     ``precondition=True`` 5% of the gradients' share goes to one release of
     the second-moment matrix ``sum_i a_i a_i^T`` of the projected rows
-    (sensitivity ``sqrt(2) row_norm^2``), whose noisy value, ridged by its
+    (sensitivity ``sqrt(2) R^2`` with ``R = sqrt(row_norm^2 + 1)`` with an
+    intercept, ``row_norm`` without), whose noisy value, ridged by its
     noise level, preconditions every gradient step. The
     weighting, the adversary's step, the floor of the noisy counts at 1 and
     the averaging are post-processing. Without ``sensitive_features`` all rows

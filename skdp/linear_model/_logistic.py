@@ -158,7 +158,7 @@ class DPLogisticRegression(
         budget buys more steps at the same noise); 10 for cyclic and shuffled batches
         (whose last-iterate bound grows with every pass). Measured in
         docs/benchmarks.md.
-    learning_rate : float or "auto", default="auto"
+    learning_rate : float in (0, 1e30] or "auto", default="auto"
         ``"auto"``: ``1 / (beta + alpha)`` with ``beta`` the smoothness of the
         loss on rows of norm ``row_norm`` (every step non-expansive) for cyclic
         and shuffled batches; 64 times that for Poisson batches (whose clip
@@ -173,7 +173,9 @@ class DPLogisticRegression(
         doubled once the calibrated noise per coordinate is small, ``z / b``
         from 0.017 down to 0.011 (``b`` the batch size): the run is then
         limited by optimisation rather than noise (digits, add/remove at
-        epsilon 8: 0.950 -> 0.955; no change on breast cancer or Adult).
+        epsilon 8: 0.950 -> 0.955; no change on breast cancer or Adult). The
+        travel cap and the doubling apply to ``solver="dp-sgd"`` only
+        (DP-SGLD keeps 64 times the unit step).
     lr_schedule : {"constant", "decreasing"}, default="constant"
         ``"decreasing"``: ``learning_rate / (1 + epoch)``.
     alpha : float, default=1e-4
@@ -181,10 +183,12 @@ class DPLogisticRegression(
         (strong convexity is what lets the last-iterate bound stop growing).
     l1_ratio : float, default=0.0
         Share of ``alpha`` put on an L1 penalty, applied by its prox.
-    row_norm : float, default=1.0
+    row_norm : float in (0, 1e30], default=1.0
         Public bound on the L2 norm of each row of ``X``; larger rows are scaled
         down to it (silently: reporting which rows were clipped would leak).
-    max_grad_norm : float or "auto", default="auto"
+        Public magnitudes are capped at 1e30, beyond which one projected row
+        could overflow the run.
+    max_grad_norm : float in (0, 1e30] or "auto", default="auto"
         Per-example gradient clip norm. ``"auto"``, cyclic and shuffled: the
         largest gradient norm possible on rows of norm ``row_norm``, so clipping
         is never active and the last-iterate bound applies; Poisson: 5% of it
@@ -194,13 +198,14 @@ class DPLogisticRegression(
         from 0.2 down to 0.05, ``p`` coefficients, batch ``b``), with the
         "auto" step shrunk by the same factor: less clipping bias once the
         budget allows it (Adult with bins at epsilon 8: 0.855 -> 0.859;
-        measured in docs/benchmarks.md).
+        measured in docs/benchmarks.md). The rise to 25% is for
+        ``solver="dp-sgd"`` only (DP-SGLD keeps 5%).
     tail_fraction : float in [0, 1) or "auto", default="auto"
         Return the average of the iterates of this last fraction of the steps
         (0: the last iterate). Averaging forfeits the last-iterate bound, so
         cyclic and shuffled runs that average are accounted by composition.
         ``"auto"``: 0.5 for Poisson batches, 0 otherwise.
-    projection_radius : float or None, default=None
+    projection_radius : float in (0, 1e30] or None, default=None
         Project the iterate onto a ball of this radius after each step.
     calibration_share : float in [0, 1) or "auto", default="auto"
         Share of ``epsilon`` set aside to fit a temperature to the trained

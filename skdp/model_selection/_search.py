@@ -44,9 +44,9 @@ def _fold_train_sizes(n_samples, cv, estimator):
     if not isinstance(cv, (KFold, RepeatedKFold)):
         raise TypeError(
             "cv must be an int, a KFold or a RepeatedKFold: their folds do not "
-            f"depend on the data. {type(cv).__name__} assigns rows to folds "
-            "from the labels or groups, so one record can move others between "
-            "folds, which composing the fits does not account."
+            f"depend on the data. {type(cv).__name__} is not one of them (its "
+            "folds may follow the labels or groups, so that one record moves "
+            "others between folds, or are not accounted here)."
         )
     rows = np.zeros((n_samples, 1))  # only the number of rows is read
     return [len(train) for train, _ in cv.split(rows)]
@@ -89,14 +89,17 @@ def search_privacy(
         preprocessing step, such as :class:`skdp.preprocessing.DPStandardScaler`,
         is refitted on every fold and for the refit too: its spends are not in
         this total, add them (``k + 1`` fits of its epsilon for ``k`` folds).
+        A :class:`~skdp.fairness.DPSaddlePointClassifier` needs its ``groups``
+        declared.
     param_grid : dict or list of dicts
         As for :class:`sklearn.model_selection.GridSearchCV`.
     n_samples : int
         Rows passed to the search.
     cv : int, KFold or RepeatedKFold, default=5
-        The search's folds. An integer ``k`` means ``KFold(k)``. Splitters
-        whose folds depend on the labels or groups (``StratifiedKFold``,
-        ``GroupKFold``, ...) are refused.
+        The search's folds. An integer ``k`` means ``KFold(k)``. Every other
+        splitter is refused: those whose folds depend on the labels or groups
+        (``StratifiedKFold``, ``GroupKFold``, ...), and the others, which are
+        not accounted here (``ShuffleSplit``, ...).
     n_classes : int or None, default=None
         ``None``: the estimator's declared ``classes``, or 2 without them.
     refit : bool, default=True

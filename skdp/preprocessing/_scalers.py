@@ -102,6 +102,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     mean_, scale_ : ndarray of shape (`n_features_in_`,)
+    lower_, upper_ : ndarray of shape (`n_features_in_`,)
+        The declared bounds.
     noise_multiplier_ : float
     privacy_spent_ : skdp.accounting.PrivacySpent
     n_features_in_ : int

@@ -150,7 +150,13 @@ def add_synth_parser(subparsers):
     p.add_argument("input", help="CSV file with a header row")
     p.add_argument("--domain", required=True, help="JSON file with the public domain")
     p.add_argument("--epsilon", type=positive(float), default=1.0)
-    p.add_argument("--delta", type=probability, default=None)
+    p.add_argument(
+        "--delta",
+        type=probability,
+        default=None,
+        help="target delta (default min(1e-5, n ** -1.1); required with "
+        "--neighbouring add-remove, where the default would reveal n)",
+    )
     p.add_argument(
         "--method",
         choices=["aim", "tree"],

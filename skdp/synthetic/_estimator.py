@@ -59,7 +59,8 @@ class DPSyntheticData(BaseEstimator):
     Gaussian noise, refit a graphical model to all measurements by entropic
     mirror descent; then samples records from the model (the AIM mechanism of
     McKenna et al. 2022 on the private-pgm model of McKenna et al. 2019).
-    Returns the input's container, column names and dtypes.
+    Returns the input's container and column names; categories and string
+    types come from the declared domain (see :meth:`sample`).
 
     Parameters
     ----------
@@ -67,7 +68,8 @@ class DPSyntheticData(BaseEstimator):
         Target privacy budget: the whole fit (domain inference included)
         spends at most ``(epsilon, delta)``.
     delta : float in (0, 1) or None, default=None
-        ``None``: ``min(1e-5, n ** -1.1)``.
+        ``None``: ``min(1e-5, n ** -1.1)`` (replace-one only: under
+        add-remove it would reveal ``n``, so a value is required).
     domain : mapping or None, default=None
         Public domain of every column: ``column -> list of categories`` or
         ``column -> (low, high)`` / ``(low, high, n_bins)`` (a tuple) for a
@@ -109,8 +111,9 @@ class DPSyntheticData(BaseEstimator):
         ``sqrt(2)``, so the same epsilon buys half the noise variance, and the
         number of rows becomes private: the model's total and the default
         size of :meth:`sample` are estimated from the noisy 1-way marginals.
-        (The default ``delta`` still reads ``n``, as in DPLogisticRegression;
-        pass ``delta`` when ``n`` itself is secret.)
+        It also needs an explicit ``delta``: the default ``min(1e-5, n **
+        -1.1)`` depends on the number of rows, so ``fit`` refuses
+        ``delta=None``.
     compress : bool or "auto", default="auto"
         ``"aim"`` only: after the 1-way measurements, merge the levels of a
         column whose noisy count is below 3 noise standard deviations (MST's
@@ -443,9 +446,12 @@ class DPSyntheticData(BaseEstimator):
         Returns
         -------
         X_synthetic : DataFrame or ndarray of shape (n_samples, n_features)
-            Same container as the fit input: same column names and dtypes
-            (integers stay integers, categoricals keep their categories, plus
-            ``"other"`` with ``handle_unknown="other"``).
+            Same container and column names as the fit input. Categorical
+            columns carry the declared categories (plus ``"other"`` with
+            ``handle_unknown="other"``); columns with the ``"other"`` level
+            and string arrays come back as objects; integer columns stay
+            integers (widened to int64 if the declared range needs it); other
+            dtypes are the input's, which must be public (see Notes).
         """
         check_is_fitted(self)
         n = self.n_samples_fit_ if n_samples is None else n_samples

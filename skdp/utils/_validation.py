@@ -62,8 +62,9 @@ def check_sample_weight(sample_weight, n_samples):
 def resolve_classes(y, declared, name, *, binary=False):
     """The public set of classes: ``declared``, or read from ``y`` with a warning.
 
-    The class set is a public input (PRIVACY.md): a label that only one
-    person has would be revealed by its presence in ``classes_``. Declared
+    The class set is a public input (docs/guide/privacy_model.md): a label
+    that only one person has would be revealed by its presence in
+    ``classes_``. Declared
     classes are used as given (sorted, unique), whatever ``y`` holds; a label
     of ``y`` outside them is refused. Without a declaration the set is read
     from ``y`` and a :class:`~skdp.exceptions.PrivacyLeakWarning` says that
