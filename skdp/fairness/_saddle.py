@@ -435,7 +435,8 @@ class DPSaddlePointClassifier(
             if self.groups is None:
                 raise ValueError(
                     "The spend depends on the number of groups: declare `groups` "
-                    "or pass n_groups."
+                    "(or pass n_groups to privacy_plan; search_privacy needs "
+                    "`groups` declared)."
                 )
             n_groups = self._declared_groups().size
         _, z, spent, delta = self._calibrated_plan(
