@@ -325,3 +325,59 @@ def test_add_remove_audit_catches_too_little_noise(data):
         random_state=0,
     )
     assert honest.epsilon_lower <= honest.epsilon_reported <= 1.0
+
+
+def test_add_remove_audit_removes_a_user_canary_too(data):
+    # A user's canary replaced the last row in both worlds, a replace-one pair,
+    # while the estimator's epsilon was for add/remove: a review on 2026-11-24
+    # disproved an honest add/remove DPLogisticRegression that way (1.05 > 1.00).
+    X, y = data
+    result = audit(
+        _RowCounter(neighbouring="add-remove"),
+        X,
+        y,
+        canary=(np.full(X.shape[1], 0.1), 1),
+        score=lambda est: est.rows_,
+        n_trials=8,
+        random_state=0,
+    )
+    assert set(result.scores_in) == {N_ROWS}
+    assert set(result.scores_out) == {N_ROWS - 1}
+
+
+class _Claims(BaseEstimator):
+    """Reports a relation it does not expose as a parameter."""
+
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        self.seed_ = self.random_state
+        self.coef_ = np.zeros((1, np.shape(X)[1]))
+        self.privacy_spent_ = dataclasses.make_dataclass(
+            "Spent", ["epsilon", "delta", "neighbouring"]
+        )(1.0, 1e-5, "add-remove")
+        return self
+
+
+def test_audit_refuses_a_relation_it_did_not_pair(data):
+    X, y = data
+    with pytest.raises(ValueError, match="paired data sets under 'replace-one'"):
+        audit(_Claims(), X, y, score=lambda est: 0.0, n_trials=8, random_state=0)
+
+
+def test_nested_seeds_change_from_fit_to_fit(data):
+    # A Pipeline step's fixed random_state would give every fit the same noise.
+    from sklearn.pipeline import Pipeline
+
+    X, y = data
+    pipeline = Pipeline([("model", _RowCounter(neighbouring="add-remove"))])
+    pipeline.set_params(model__random_state=0)
+    seen = []
+
+    def score(est):
+        seen.append(est[-1].random_state)
+        return 0.0
+
+    audit(pipeline, X, y, score=score, n_trials=8, random_state=0)
+    assert len(set(seen)) == 8

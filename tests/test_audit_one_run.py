@@ -161,3 +161,12 @@ def test_one_run_validation(data):
             y,
             sensitive_features=np.zeros(3),
         )
+
+
+def test_one_run_refuses_add_remove(data):
+    # Flipping a canary's sign is a replacement: an add/remove claim cannot be
+    # tested that way (a review disproved an honest add/remove mechanism).
+    X, y = data
+    est = DPLogisticRegression(epsilon=1.0, neighbouring="add-remove", classes=[0, 1])
+    with pytest.raises(ValueError, match="replace-one claims only"):
+        audit_one_run(est, X, y, n_canaries=20, random_state=0)

@@ -264,10 +264,25 @@ def _choose_test(s_in, s_out, alpha, delta, n_in_eval, n_out_eval):
     return best[1], best[2]
 
 
+def seed_every_step(est, seed):
+    """Set every ``random_state`` of ``est`` (nested steps too) from ``seed``.
+
+    A meta-estimator's own parameters do not reach a step's fixed seed: left
+    alone, every fit of the audit would draw the same noise.
+    """
+    names = [
+        name
+        for name in est.get_params(deep=True)
+        if name == "random_state" or name.endswith("__random_state")
+    ]
+    if names:
+        rng = np.random.default_rng(int(seed))
+        est.set_params(**{n: int(rng.integers(0, 2**31 - 1)) for n in names})
+    return est
+
+
 def _fit_and_score(estimator, X, y, seed, score, fit_params):
-    est = clone(estimator)
-    if "random_state" in est.get_params(deep=False):
-        est.set_params(random_state=int(seed))
+    est = seed_every_step(clone(estimator), seed)
     if y is None:
         est.fit(X, **fit_params)
     else:
@@ -276,7 +291,8 @@ def _fit_and_score(estimator, X, y, seed, score, fit_params):
     spent = getattr(est, "privacy_spent_", None)
     epsilon = math.nan if spent is None else float(spent.epsilon)
     delta = math.nan if spent is None else float(spent.delta)
-    return value, epsilon, delta
+    relation = getattr(spent, "neighbouring", None)
+    return value, epsilon, delta, relation
 
 
 def _generator(random_state):
@@ -285,9 +301,32 @@ def _generator(random_state):
     return np.random.default_rng(random_state)
 
 
-def _relation(estimator):
-    """The estimator's neighbouring relation (replace-one if it has none)."""
-    return estimator.get_params(deep=False).get("neighbouring", "replace-one")
+def relation_of(estimator):
+    """The estimator's neighbouring relation, nested steps included.
+
+    ``"add-remove"`` if any ``neighbouring`` parameter (a Pipeline's step's
+    too) says so, else replace-one. The fits' reported relation is checked
+    against it afterwards.
+    """
+    params = estimator.get_params(deep=True)
+    relations = {
+        value
+        for name, value in params.items()
+        if name == "neighbouring" or name.endswith("__neighbouring")
+    }
+    return "add-remove" if "add-remove" in relations else "replace-one"
+
+
+def check_reported_relation(relations, audited):
+    """Refuse fits whose reported relation is not the one the data sets pair."""
+    reported = {r for r in relations if r is not None}
+    if reported and reported != {audited}:
+        raise ValueError(
+            f"The fits report neighbouring={sorted(reported)!r} but the audit "
+            f"paired data sets under {audited!r}: the bound would test the "
+            "wrong claim. Set the estimator's neighbouring parameter where the "
+            "audit can read it."
+        )
 
 
 def audit(
@@ -308,8 +347,10 @@ def audit(
     Runs the membership experiment under the estimator's relation: half of
     the ``n_trials`` fits are on a data set ``D'`` holding a canary record,
     half on its neighbour ``D`` where that record is replaced (replace-one) or
-    removed (an estimator with ``neighbouring="add-remove"``, automatic
-    canaries), each on a fresh clone with its own seed. A test thresholding a
+    removed (an estimator with ``neighbouring="add-remove"``, a nested step's
+    included; automatic or user canaries), each on a fresh clone with its own
+    seed (every nested ``random_state`` is set). Fits that report another
+    relation than the pairing's are refused. A test thresholding a
     score of the fitted model then tells ``D'`` from ``D``; its true and false
     positive rates, bounded by Clopper-Pearson, give a lower bound on the
     epsilon any (epsilon, delta)-DP guarantee must have. An epsilon_lower
@@ -419,19 +460,21 @@ def audit(
             X_in, y_in, X_out, y_out, auto_score = synthetic_canary(estimator, X)
         else:
             X_in, y_in, X_out, y_out, auto_score = linear_canary(estimator, X, y)
-        if _relation(estimator) == "add-remove":
-            if fit_params:
-                raise ValueError(
-                    "an add/remove audit drops the canary row; per-row fit "
-                    "parameters cannot follow it."
-                )
-            # The neighbour is the data set without the canary (its last row).
-            X_out = X_out.iloc[:-1] if hasattr(X_out, "iloc") else X_out[:-1]
-            y_out = None if y_out is None else y_out[:-1]
     elif isinstance(canary, tuple) and len(canary) == 2:
         X_in, y_in, X_out, y_out, auto_score = user_canary(X, y, canary, score)
     else:
         raise ValueError(f"canary must be 'auto' or (x, y), got {canary!r}.")
+    relation = relation_of(estimator)
+    if relation == "add-remove":
+        if fit_params:
+            raise ValueError(
+                "an add/remove audit drops the canary row; per-row fit "
+                "parameters cannot follow it."
+            )
+        # The neighbour is the data set without the canary (the last row of
+        # the data set with it), for an automatic or a user's canary alike.
+        X_out = X_in.iloc[:-1] if hasattr(X_in, "iloc") else X_in[:-1]
+        y_out = None if y_in is None else y_in[:-1]
     score = auto_score if score is None else score
 
     n_in = int(n_trials) // 2
@@ -450,6 +493,7 @@ def audit(
         raise ValueError("Some fits gave a non-finite score; cannot audit them.")
     epsilons = np.array([o[1] for o in out], dtype=float)
     deltas = np.array([o[2] for o in out], dtype=float)
+    check_reported_relation([o[3] for o in out], relation)
     epsilon_reported = (
         float(np.max(epsilons)) if np.all(np.isfinite(epsilons)) else math.nan
     )

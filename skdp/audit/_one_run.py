@@ -22,7 +22,7 @@ import numpy as np
 from scipy.stats import binom
 from sklearn.base import clone
 
-from ._audit import _generator
+from ._audit import _generator, check_reported_relation, relation_of, seed_every_step
 from ._canaries import check_groups_declared
 
 __all__ = [
@@ -334,18 +334,23 @@ def audit_one_run(
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
     candidates = _guess_counts(k_guesses, int(n_canaries))
     check_groups_declared(estimator, fit_params)
+    if relation_of(estimator) == "add-remove":
+        raise ValueError(
+            "audit_one_run flips each canary's sign, a replacement: it audits "
+            "replace-one claims only. Audit an add/remove estimator with "
+            "skdp.audit.audit (which drops the canary row)."
+        )
     rng = _generator(random_state)
     bits = rng.choice(np.array([-1.0, 1.0]), size=int(n_canaries))
     data, labels, params, d, row = _canary_data(estimator, X, y, bits, fit_params)
 
-    est = clone(estimator)
-    if "random_state" in est.get_params(deep=False):
-        est.set_params(random_state=int(rng.integers(0, 2**31 - 1)))
+    est = seed_every_step(clone(estimator), int(rng.integers(0, 2**31 - 1)))
     est.fit(data, labels, **params)
     scores = np.asarray(est.coef_, dtype=float)[row, d:].copy()
     if not np.all(np.isfinite(scores)):
         raise ValueError("The fit gave non-finite coefficients; cannot audit it.")
     spent = getattr(est, "privacy_spent_", None)
+    check_reported_relation([getattr(spent, "neighbouring", None)], "replace-one")
     epsilon_reported = math.nan if spent is None else float(spent.epsilon)
     delta = 0.0 if spent is None else float(spent.delta)
 
