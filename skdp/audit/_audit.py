@@ -276,8 +276,15 @@ def seed_every_step(est, seed):
         if name == "random_state" or name.endswith("__random_state")
     ]
     if names:
+        # The estimator's own seed is ``seed`` itself (so audits of a plain
+        # estimator draw what they always drew); nested ones are derived.
         rng = np.random.default_rng(int(seed))
-        est.set_params(**{n: int(rng.integers(0, 2**31 - 1)) for n in names})
+        est.set_params(
+            **{
+                n: int(seed) if n == "random_state" else int(rng.integers(2**31 - 1))
+                for n in names
+            }
+        )
     return est
 
 
