@@ -161,12 +161,16 @@ def one_run_epsilon_lower(m, r, v, delta, alpha):
 
     Returns the largest grid point ``e`` such that the p-value of
     :func:`one_run_p_value` is at most ``alpha`` at every grid point in
-    ``[0, e]``. If the true epsilon were at most ``e``, its own p-value would
-    be at most ``alpha``, which happens with probability at most ``alpha``;
-    so ``e`` is a (1 - alpha)-confidence lower bound on epsilon without
-    assuming the p-value is monotone in epsilon (its delta term is not). The
-    grid has step 0.01 and, inside the first bracket where the p-value
-    exceeds ``alpha``, 0.0005.
+    ``[0, e]``. The grid has step 0.01 and, inside the first bracket where
+    the p-value exceeds ``alpha``, 0.0005. If the true epsilon were below
+    ``e``, the p-value at the next checked grid point above it would be at
+    most ``alpha``, which happens with probability at most ``alpha``. That
+    next point is a fine or a coarse one depending on the data, so the
+    argument needs the p-value to be non-decreasing in epsilon between
+    them (else the two events give ``2 alpha``). Its delta term is not
+    monotone in general; a review on 2026-11-24 found the p-value
+    non-decreasing on every one of 395 settings (``m`` up to 5000, ``delta``
+    0 to 1e-4) and no lattice point below ``e`` above ``alpha``.
 
     Parameters
     ----------
