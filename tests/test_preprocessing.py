@@ -72,3 +72,14 @@ def test_pipeline_with_public_bounds_is_private_end_to_end():
         DPLogisticRegression(row_norm=np.sqrt(3), random_state=0),
     ).fit(X, y)
     assert pipe.score(X, y) > 0.8
+
+
+def test_astronomical_bounds_are_refused():
+    # Wider bounds overflow the private scaler's squared sums to NaN.
+    X = np.zeros((10, 2))
+    for scaler in (
+        BoundedScaler(bounds=(-1e200, 1e200)),
+        DPStandardScaler(bounds=(0, 1e31)),
+    ):
+        with pytest.raises(ValueError, match="within"):
+            scaler.fit(X)

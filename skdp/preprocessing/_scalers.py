@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..accounting import GaussianEvent, calibrate_noise_multiplier
 from ..utils._sklearn import Interval, fit_context, validate_data
-from ..utils._validation import default_delta
+from ..utils._validation import MAGNITUDE_LIMIT, default_delta
 
 __all__ = ["BoundedScaler", "DPStandardScaler"]
 
@@ -30,6 +30,13 @@ def _check_bounds(bounds, n_features):
     upper = np.broadcast_to(np.asarray(upper, dtype=float), (n_features,)).copy()
     if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
         raise ValueError("bounds must be finite.")
+    if np.any(np.abs(lower) > MAGNITUDE_LIMIT) or np.any(
+        np.abs(upper) > MAGNITUDE_LIMIT
+    ):
+        raise ValueError(
+            f"bounds must lie within +-{MAGNITUDE_LIMIT:g}: wider ones overflow "
+            "the squared sums (the private scaler's output would be NaN)."
+        )
     if np.any(upper <= lower):
         raise ValueError("every upper bound must exceed its lower bound.")
     return lower, upper
@@ -45,7 +52,8 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Parameters
     ----------
     bounds : tuple (lower, upper)
-        Scalars, or arrays of shape (n_features,): public bounds per feature.
+        Scalars, or arrays of shape (n_features,): public bounds per feature,
+        finite and within +-1e30.
 
     Attributes
     ----------
@@ -93,7 +101,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Parameters
     ----------
     bounds : tuple (lower, upper)
-        Public bounds per feature (scalars or arrays).
+        Public bounds per feature (scalars or arrays), finite and within
+        +-1e30.
     epsilon : float, default=0.5
     delta : float or None, default=None
         ``None``: ``min(1e-5, n ** -1.1)``.
