@@ -41,13 +41,34 @@ def test_missing_category_round_trip_frame():
     model = DPSyntheticData(
         epsilon=5.0, domain=domain, missing="category", random_state=0, **FAST
     ).fit(X)
-    # int column: no missing level (its dtype cannot hold one); others: one.
-    assert [s.missing for s in model.columns_] == [True, True, False]
+    # Every column gets the missing level, the int one too: whether pandas
+    # typed a column int64 or float64 says whether some row was missing, so
+    # the dtype must not decide it.
+    assert [s.missing for s in model.columns_] == [True, True, True]
     synth = model.sample()
-    assert synth.dtypes.equals(X.dtypes)
+    assert synth["x"].dtype == X["x"].dtype and synth["c"].dtype == X["c"].dtype
+    assert synth["k"].dtype == object  # categories 0, 1, 2 and missing values
     assert 0.15 < synth["x"].isna().mean() < 0.35
     assert 0.15 < synth["c"].isna().mean() < 0.45
-    assert synth["k"].notna().all()
+    assert synth["k"].isna().mean() < 0.1  # its missing level holds no row
+
+
+def test_one_row_does_not_switch_integer_binning_or_the_missing_level():
+    # The same data typed int64, or float64 because one row holds 2.5 (as
+    # read_csv would): the specs come from the domain only.
+    rng = np.random.default_rng(0)
+    ints = rng.integers(0, 100, size=300)
+    floats = ints.astype(float)
+    floats[0] = 2.5
+    specs = []
+    for values in (ints, floats):
+        model = DPSyntheticData(
+            epsilon=1.0, domain={"v": (0, 100)}, missing="category", random_state=0
+        ).fit(pd.DataFrame({"v": values}))
+        specs.append(model.columns_[0])
+    assert specs[0].integer and specs[1].integer
+    assert specs[0].n_levels == specs[1].n_levels
+    np.testing.assert_array_equal(specs[0].edges, specs[1].edges)
 
 
 def test_missing_category_round_trip_object_array():

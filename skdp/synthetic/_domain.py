@@ -140,10 +140,12 @@ def _numeric_spec(key, spec, dtype, bins):
             f"Domain of column {key!r} needs finite low <= high (with a finite "
             f"span high - low) and n_bins >= 1, got {spec!r}."
         )
-    if dtype is not None and _numpy_dtype(dtype) and np.dtype(dtype) != object:
-        integer = _is_integer_dtype(dtype)
-    else:  # object arrays: integers iff the public bounds are integers
-        integer = all(isinstance(v, numbers.Integral) for v in spec[:2])
+    # Integers iff the public bounds are integers, whatever the container's
+    # dtype: pandas and numpy infer a dtype from the values (one row holding
+    # 2.5 turns int64 into float64), so it must not decide the binning.
+    integer = all(
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in spec[:2]
+    )
     if integer:
         n_bins = min(n_bins, int(high - low) + 1)
         edges = np.linspace(low - 0.5, high + 0.5, n_bins + 1)
@@ -179,8 +181,8 @@ def build_specs(
     domain : mapping or None
     bins : int
     missing : {"error", "category"}, default="error"
-        ``"category"``: every column whose dtype can hold NaN/None gets an
-        extra missing level (a public choice: it does not depend on the data).
+        ``"category"``: every column gets an extra missing level (a public
+        choice: it depends on neither the data nor their dtypes).
     handle_unknown : {"error", "other"}, default="error"
         ``"other"``: every categorical column gets the extra level
         :data:`OTHER` for undeclared values.
@@ -202,7 +204,9 @@ def build_specs(
     specs = []
     for key, _values, dtype in columns:
         spec = _column_spec(key, domain, inferred, dtype, bins, handle_unknown)
-        if missing == "category" and can_hold_missing(dtype):
+        if missing == "category":
+            # Every column, not those whose dtype can hold NaN: a dtype that
+            # pandas inferred would say whether some row is missing.
             spec = replace(spec, missing=True)
         specs.append(spec)
     return specs
@@ -370,6 +374,33 @@ def decode_column(spec, codes, rng, dtype=None):
     return values
 
 
+def _output_dtype(dtype, specs):
+    """The released dtype of columns of input ``dtype`` under ``specs``.
+
+    The input's dtype where the specs' values fit it; otherwise one decided
+    by the specs alone: object for strings (their width would be the longest
+    input value's), the :data:`OTHER` level and missing values among
+    non-numbers; float64 for numbers with a missing level or a continuous
+    range in an integer or boolean column; int64 for an integer range too
+    wide for a narrow integer dtype.
+    """
+    if not _numpy_dtype(dtype):
+        return dtype  # pandas extension dtypes (string, nullable) hold any level
+    dtype = np.dtype(dtype)
+    numeric = all(spec.categories is None for spec in specs)
+    if dtype.kind in "US" or any(spec.other for spec in specs):
+        return np.dtype(object)
+    if dtype.kind in "iub":
+        if any(spec.missing for spec in specs) or any(
+            spec.categories is None and not spec.integer for spec in specs
+        ):
+            return np.dtype(float) if numeric else np.dtype(object)
+        if dtype.kind == "b":
+            return dtype
+        return _integer_dtype_for(dtype, specs)
+    return dtype
+
+
 def _integer_dtype_for(dtype, specs):
     """``dtype`` if every numeric spec's range fits it, else int64."""
     info = np.iinfo(dtype)
@@ -407,24 +438,13 @@ def rebuild_table(specs, codes, rng, frame_info, dtype):
                     data[spec.key] = pd.Categorical(values, dtype=public)
                 else:
                     data[spec.key] = pd.Series(values, dtype=object).array
-            elif spec.other or (
-                _numpy_dtype(col_dtype) and np.dtype(col_dtype).kind in "US"
-            ):
-                # "other" fits no numeric or boolean dtype: object values.
-                data[spec.key] = pd.Series(values, dtype=object).array
-            elif _numpy_dtype(col_dtype) and np.dtype(col_dtype).kind in "iu":
-                target = _integer_dtype_for(col_dtype, [spec])
-                data[spec.key] = pd.Series(values).astype(target).array
             else:
-                data[spec.key] = pd.Series(values).astype(col_dtype).array
+                target = _output_dtype(col_dtype, [spec])
+                data[spec.key] = pd.Series(values, dtype=object).astype(target).array
         frame = pd.DataFrame(data)
         frame.columns = frame_info["columns"]
         return frame
-    dtype = np.dtype(dtype)
-    if dtype.kind in "US" or any(spec.other for spec in specs):
-        dtype = np.dtype(object)
-    elif dtype.kind in "iu":
-        dtype = _integer_dtype_for(dtype, specs)
+    dtype = _output_dtype(dtype, specs)
     out = np.empty(codes.shape, dtype=dtype)
     for j, spec in enumerate(specs):
         values = decode_column(spec, codes[:, j], rng, dtype)

@@ -73,9 +73,11 @@ class DPSyntheticData(BaseEstimator):
     domain : mapping or None, default=None
         Public domain of every column: ``column -> list of categories`` or
         ``column -> (low, high)`` / ``(low, high, n_bins)`` (a tuple) for a
-        numeric column. Keys are column names for a DataFrame and column
-        indices for an array. Required for every column unless
-        ``infer_domain`` is set.
+        numeric column, an integer column when both bounds are integers
+        (declare ``(0.0, 100.0)`` for a continuous one). Keys are column
+        names for a DataFrame and column indices for an array. Required for
+        every column unless ``infer_domain`` is set (an inferred range is an
+        integer one for an integer dtype).
     method : {"aim", "tree"}, default="aim"
         ``"aim"``: adaptive rounds of select-measure-estimate on a graphical
         model (McKenna et al. 2022). ``"tree"``: one spanning tree of 2-way
@@ -92,8 +94,9 @@ class DPSyntheticData(BaseEstimator):
         Number of equal-width bins of a numeric column without its own
         ``n_bins`` (integer columns use at most one bin per integer).
     missing : {"error", "category"}, default="error"
-        ``"category"``: every column whose dtype can hold NaN/None gets a
-        missing level (sampled back as NaN/None); ``"error"``: refuse them.
+        ``"category"``: every column gets a missing level (sampled back as
+        NaN/None; an integer column then comes back as float, or object for
+        categories); ``"error"``: refuse them.
     handle_unknown : {"error", "other"}, default="error"
         ``"other"``: every categorical column gets the level ``"other"``,
         which undeclared values are mapped to (one warning per fit says
@@ -170,13 +173,14 @@ class DPSyntheticData(BaseEstimator):
     **Privacy.** The unit of privacy is one row; neighbouring data sets differ
     by replacing one row (replace-one). Public: the domain (categories, numeric
     ranges, number of bins, the missing and other levels), the column names and
-    dtypes, and the number of rows. The dtypes decide whether a numeric
-    column is binned as integers and whether ``missing="category"`` gives it
-    a missing level, so fix them yourself (``read_csv(dtype=...)``): a dtype
+    dtypes, and the number of rows. The declared domain, not the dtypes,
+    decides whether a numeric column is binned as integers (integer bounds)
+    and ``missing="category"`` gives every column a missing level: a dtype
     that pandas or numpy infers from the values (int64 unless some row holds
     2.5 or a blank) is read from the data. The released table takes its
-    categories and string types from the domain only, never from the input's
-    dtype (whose categories ``astype("category")`` reads from the data). A
+    categories and string types from the domain too, never from the input's
+    dtype (whose categories ``astype("category")`` reads from the data); the
+    input's other dtypes are kept where the domain's values fit them. A
     count table's replace-one sensitivity is
     ``sqrt(2)`` in L2 and 2 in L1. With ``neighbouring="add-remove"`` (one row
     added or removed) it is 1 in both, the scores' sensitivity is
