@@ -189,7 +189,7 @@ def test_integer_bins_decode_into_their_own_bin():
     from skdp.synthetic._domain import _encode_numeric, _numeric_spec, decode_column
 
     for bounds in [(17, 90, 32), (1, 1_500_000, 32), (0, 4356, 7), (3, 3, 4)]:
-        spec = _numeric_spec("a", bounds, np.int64, 32)
+        spec = _numeric_spec("a", bounds, 32)  # integer bounds: an integer column
         codes = np.repeat(np.arange(spec.n_values), 50)
         x = decode_column(spec, codes, np.random.default_rng(0))
         assert np.all(x == np.rint(x)) and x.min() >= bounds[0]

@@ -100,7 +100,14 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from ..accounting import GaussianEvent, logistic_constants
-from ._sgd import _log_linear, _row_norms, feature_norm, row_projection, tame_rows
+from ._sgd import (
+    _log_linear,
+    _row_norms,
+    feature_norm,
+    rounded_up_float32,
+    row_projection,
+    tame_rows,
+)
 
 __all__ = ["SaddlePlan", "make_saddle_plan", "project_capped_simplex", "run_saddle_gda"]
 
@@ -667,11 +674,13 @@ def run_saddle_gda(
     y = np.asarray(y, dtype=float)
     codes = np.asarray(group_codes, dtype=np.intp)
     K = plan.n_groups
-    # Rows of astronomical norm go onto the ball first (no overflow to NaN).
-    X, _ = tame_rows(
+    # One pass of exact norms; rows of astronomical norm go onto the ball
+    # first (no overflow to NaN); the projection reads the norms as float32,
+    # rounded up.
+    X, raw = tame_rows(
         X, _row_norms(X, exact=True), feature_norm(row_norm, fit_intercept)
     )
-    scale, norm = row_projection(_row_norms(X), row_norm, fit_intercept)
+    scale, norm = row_projection(rounded_up_float32(raw), row_norm, fit_intercept)
     std_count, std_loss, std_grad = plan.noise_stds(noise_multiplier)
 
     # Release 1: noisy group counts (n itself when there is one group).

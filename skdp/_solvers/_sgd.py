@@ -492,9 +492,10 @@ def row_projection(raw_norms, row_norm, fit_intercept):
     norm : ndarray of shape (n,)
         Norm of each projected row fed to the loss.
     """
-    radius = np.sqrt(row_norm**2 - 1.0) if fit_intercept else row_norm
     raw = np.asarray(raw_norms, dtype=float)
-    scale = np.minimum(1.0, radius / np.maximum(raw, 1e-300))
+    scale = np.minimum(
+        1.0, feature_norm(row_norm, fit_intercept) / np.maximum(raw, 1e-300)
+    )
     norm = raw * scale
     if fit_intercept:
         norm = np.sqrt(norm**2 + 1.0)
@@ -511,11 +512,13 @@ def _row_norms(X, chunk=65536, exact=False):
     for lo in range(0, X.shape[0], chunk):
         block = np.asarray(X[lo : lo + chunk], dtype=float)
         norms = np.sqrt(np.einsum("ij,ij->i", block, block))
-        if exact:
-            out[lo : lo + chunk] = norms
-        else:
-            out[lo : lo + chunk] = np.nextafter(norms.astype(np.float32), np.inf)
+        out[lo : lo + chunk] = norms if exact else rounded_up_float32(norms)
     return out
+
+
+def rounded_up_float32(norms):
+    """Norms stored as float32, rounded up (a norm is never understated)."""
+    return np.nextafter(np.asarray(norms).astype(np.float32), np.inf)
 
 
 # Rows whose norm exceeds this are put on the public ball before any product
@@ -746,10 +749,11 @@ def _temperature_derivatives(X, codes, W, row_norm, fit_intercept, chunk=65536):
     binary = W.shape[1] == 1
     grid = TEMPERATURE_GRID
     total = np.zeros(grid.size)
+    radius = feature_norm(row_norm, fit_intercept)
     for lo in range(0, X.shape[0], chunk):
         Xb = np.asarray(X[lo : lo + chunk], dtype=float)
         raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
-        Xb, raw = tame_rows(Xb, raw, feature_norm(row_norm, fit_intercept))
+        Xb, raw = tame_rows(Xb, raw, radius)
         scale, _ = row_projection(raw, row_norm, fit_intercept)
         logits = np.clip(
             _scores(W, Xb, scale, fit_intercept),

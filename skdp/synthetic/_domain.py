@@ -20,7 +20,6 @@ __all__ = [
     "ColumnSpec",
     "as_table",
     "build_specs",
-    "can_hold_missing",
     "is_numeric_dtype",
     "decode_column",
     "encode_table",
@@ -111,10 +110,6 @@ def as_table(X):
     return columns, info
 
 
-def _is_integer_dtype(dtype):
-    return np.issubdtype(np.dtype(dtype), np.integer) if _numpy_dtype(dtype) else False
-
-
 def _numpy_dtype(dtype):
     try:
         np.dtype(dtype)
@@ -123,7 +118,7 @@ def _numpy_dtype(dtype):
     return True
 
 
-def _numeric_spec(key, spec, dtype, bins):
+def _numeric_spec(key, spec, bins):
     if len(spec) not in (2, 3):
         raise ValueError(
             f"Domain of column {key!r} must be (low, high) or (low, high, n_bins), "
@@ -152,15 +147,6 @@ def _numeric_spec(key, spec, dtype, bins):
     else:
         edges = np.linspace(low, high, n_bins + 1)
     return ColumnSpec(key=key, edges=edges, low=low, high=high, integer=integer)
-
-
-def can_hold_missing(dtype):
-    """Whether a column of this (public) dtype can hold NaN/None."""
-    if getattr(dtype, "name", None) == "category":
-        return True
-    if not _numpy_dtype(dtype):
-        return True  # pandas extension dtypes (string, nullable) hold NA
-    return np.dtype(dtype).kind in "fcOUS"
 
 
 def is_numeric_dtype(dtype):
@@ -225,7 +211,7 @@ def _column_spec(key, domain, inferred, dtype, bins, handle_unknown):
             "learns its range privately instead."
         )
     if isinstance(spec, tuple):
-        return _numeric_spec(key, spec, dtype, bins)
+        return _numeric_spec(key, spec, bins)
     if isinstance(spec, (str, bytes)) or not hasattr(spec, "__iter__"):
         raise TypeError(
             f"Domain of column {key!r} must be a list of categories or a "
@@ -420,9 +406,8 @@ def rebuild_table(specs, codes, rng, frame_info, dtype):
     input's dtype (``astype("category")`` takes them from the data, so an
     undeclared value would be released by name), and a string array comes back
     as an object array (its width would be that of the longest input value,
-    and a declared category longer than it would be cut), as does a column
-    with the :data:`OTHER` level (no numeric or boolean dtype holds it). An
-    integer dtype too narrow for a declared range is widened to int64.
+    and a declared category longer than it would be cut); the other types
+    follow :func:`_output_dtype`.
     """
     if frame_info is not None:
         import pandas as pd  # lazy: pandas is optional
