@@ -126,13 +126,21 @@ def test_fit_spend_equals_plan():
     assert 0.97 * 2.0 <= est.privacy_spent_.epsilon <= 2.0
 
 
+@pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove"])
 @pytest.mark.parametrize("precondition", [False, True])
 @pytest.mark.parametrize("n_groups", [1, 2, 5])
-def test_budget_split_costs_one_gaussian(n_groups, precondition):
+def test_budget_split_costs_one_gaussian(n_groups, precondition, neighbouring):
     # Shares add to one: the run costs what one Gaussian with multiplier z costs.
     plan = saddle_plan(
-        precondition=precondition, n_groups=n_groups, row_norm=np.sqrt(2.0), n_iter=37
+        precondition=precondition,
+        n_groups=n_groups,
+        row_norm=np.sqrt(2.0),
+        n_iter=37,
+        neighbouring=neighbouring,
     )
+    # Under add/remove n is private: the counts are released even for one group.
+    assert plan.releases_counts == (n_groups > 1 or neighbouring == "add-remove")
+    assert (plan.shares[0] > 0) == plan.releases_counts
     z = 3.0
     total = sum(event_rdp(e, DEFAULT_ORDERS, "replace-one")[0] for e in plan.events(z))
     single = event_rdp(GaussianEvent(z), DEFAULT_ORDERS, "replace-one")[0]
@@ -227,6 +235,35 @@ def test_walk_radius_grows_as_the_run_noise_falls():
         )
 
 
+_ENUMERATED_XS = [(0.0, 0.0), (1.0, 0.0), (-3.0, 2.0), (0.5, -0.5)]  # one projected
+_ENUMERATED_MODELS = [
+    np.zeros(3),
+    np.array([4.0, -3.0, 1.0]),
+    np.array([-8.0, 8.0, -5.0]),
+]
+_ENUMERATED_WEIGHTINGS = [
+    np.array([0.5, 0.5]),
+    np.array([1.0, 0.2]),
+    np.array([0.1, 0.7]),
+]
+
+
+def _releases(data, w, v, plan, feature_norm):
+    """The data-dependent parts of one step on records ``(x, y, group)``:
+    the weighted gradient sum per unit of ``max_k v_k``, the loss sums and
+    the counts (two groups, intercept, rows projected onto ``feature_norm``)."""
+    X = np.array([r[0] for r in data], dtype=float).reshape(-1, 2)
+    y = np.array([r[1] for r in data], dtype=float)
+    codes = np.array([r[2] for r in data], dtype=np.intp)
+    raw = np.linalg.norm(X, axis=1)
+    scale = np.minimum(1.0, feature_norm / np.maximum(raw, 1e-300))
+    norm = np.sqrt((raw * scale) ** 2 + 1.0)
+    scores = _scores(w, X, scale, True)
+    grad = _weighted_gradient(scores, X, y, v[codes], scale, norm, plan, True)
+    losses = _group_loss_sums(scores, y, codes, plan)
+    return grad / v.max(), losses, np.bincount(codes, minlength=2)
+
+
 @pytest.mark.parametrize("clip_norm", ["auto", 0.1])
 def test_sensitivity_by_enumeration(clip_norm):
     """Every replace-one neighbour of every 3-record data set moves the releases
@@ -241,30 +278,13 @@ def test_sensitivity_by_enumeration(clip_norm):
         clip_norm=clip_norm,
         max_loss=max_loss,
     )
-    xs = [(0.0, 0.0), (1.0, 0.0), (-3.0, 2.0), (0.5, -0.5)]  # one row needs projecting
-    records = list(itertools.product(xs, (0, 1), (0, 1)))
-    feature_norm = row_norm
-
-    def releases(data, w, v):
-        X = np.array([r[0] for r in data], dtype=float)
-        y = np.array([r[1] for r in data], dtype=float)
-        codes = np.array([r[2] for r in data])
-        raw = np.linalg.norm(X, axis=1)
-        scale = np.minimum(1.0, feature_norm / np.maximum(raw, 1e-300))
-        norm = np.sqrt((raw * scale) ** 2 + 1.0)
-        scores = _scores(w, X, scale, True)
-        grad = _weighted_gradient(scores, X, y, v[codes], scale, norm, plan, True)
-        losses = _group_loss_sums(scores, y, codes, plan)
-        # The gradient sum per unit of max_k v_k, to compare with one bound.
-        return grad / v.max(), losses, np.bincount(codes, minlength=2)
-
+    records = list(itertools.product(_ENUMERATED_XS, (0, 1), (0, 1)))
     worst = np.zeros(3)
-    weightings = [np.array([0.5, 0.5]), np.array([1.0, 0.2]), np.array([0.1, 0.7])]
-    for w in [np.zeros(3), np.array([4.0, -3.0, 1.0]), np.array([-8.0, 8.0, -5.0])]:
-        for v in weightings:
+    for w in _ENUMERATED_MODELS:
+        for v in _ENUMERATED_WEIGHTINGS:
             for base in itertools.product(records, repeat=2):
                 # Releases of (base, r) for every last record r; all pairs r, r2.
-                outs = [releases((*base, r), w, v) for r in records]
+                outs = [_releases((*base, r), w, v, plan, row_norm) for r in records]
                 for part in range(3):
                     flat = np.array([np.ravel(o[part]) for o in outs], dtype=float)
                     diffs = np.linalg.norm(flat[:, None] - flat[None, :], axis=2)
@@ -273,6 +293,53 @@ def test_sensitivity_by_enumeration(clip_norm):
     assert np.all(worst <= bounds * (1 + 1e-12))
     # Counts and, with an active clip, gradients attain their bounds exactly.
     assert worst[2] == pytest.approx(np.sqrt(2.0))
+    if clip_norm != "auto":
+        assert worst[0] == pytest.approx(bounds[0], rel=1e-9)
+    assert worst[1] >= 0.9 * bounds[1]
+
+
+@pytest.mark.parametrize("clip_norm", ["auto", 0.1])
+def test_add_remove_sensitivity_by_enumeration(clip_norm):
+    """Adding one record to every data set of 0 to 2 records moves the releases
+    by at most the add/remove sensitivities, half the replace-one ones or
+    less: the weighted gradient sum by ``C max_k v_k``, the loss sums by
+    ``max_loss`` and the counts by 1 (all attained with an active clip)."""
+    row_norm, max_loss = 1.0, 1.5
+    plan = saddle_plan(
+        n_samples=3,
+        row_norm=np.sqrt(row_norm**2 + 1.0),
+        n_iter=1,
+        clip_norm=clip_norm,
+        max_loss=max_loss,
+        neighbouring="add-remove",
+    )
+    replace_one = saddle_plan(
+        n_samples=3,
+        row_norm=np.sqrt(row_norm**2 + 1.0),
+        n_iter=1,
+        clip_norm=clip_norm,
+        max_loss=max_loss,
+    )
+    assert plan.gradient_sensitivity == replace_one.gradient_sensitivity / 2
+    assert plan.loss_sensitivity == replace_one.loss_sensitivity / np.sqrt(2)
+    assert plan.count_sensitivity == 1.0
+    records = list(itertools.product(_ENUMERATED_XS, (0, 1), (0, 1)))
+    bases = [()] + [(r,) for r in records] + list(itertools.product(records, repeat=2))
+    worst = np.zeros(3)
+    for w in _ENUMERATED_MODELS:
+        for v in _ENUMERATED_WEIGHTINGS:
+            for base in bases:
+                before = _releases(base, w, v, plan, row_norm)
+                for r in records:
+                    after = _releases((*base, r), w, v, plan, row_norm)
+                    for part in range(3):
+                        change = np.linalg.norm(
+                            np.ravel(after[part]) - np.ravel(before[part])
+                        )
+                        worst[part] = max(worst[part], change)
+    bounds = np.array([plan.gradient_sensitivity, plan.loss_sensitivity, 1.0])
+    assert np.all(worst <= bounds * (1 + 1e-12))
+    assert worst[2] == 1.0
     if clip_norm != "auto":
         assert worst[0] == pytest.approx(bounds[0], rel=1e-9)
     assert worst[1] >= 0.9 * bounds[1]
@@ -308,6 +375,111 @@ def test_second_moment_sensitivity_by_enumeration(fit_intercept):
     assert worst <= bound * (1 + 1e-12)
     if not fit_intercept:  # (_row_norms is not exact to the last bit)
         assert worst == pytest.approx(bound, rel=1e-6)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_second_moment_add_remove_sensitivity(fit_intercept):
+    """Adding one row ``a`` moves the released upper triangle of
+    ``sum_i a_i a_i^T`` by that of ``a a^T``, of norm at most ``R^2`` (attained
+    by a row of norm ``R`` on one axis)."""
+    row_norm = np.sqrt(3.0)
+    plan = saddle_plan(
+        n_samples=3,
+        row_norm=row_norm,
+        n_iter=1,
+        precondition=True,
+        neighbouring="add-remove",
+    )
+    assert plan.second_moment_sensitivity == pytest.approx(row_norm**2)
+    grid = [-3.0, -1.0, 0.0, 0.5, 1.0, 2.0]
+    xs = np.array(list(itertools.product(grid, repeat=2)))
+    scale, _ = row_projection(_row_norms(xs), row_norm, fit_intercept)
+    upper = np.triu_indices(2 + int(fit_intercept))
+    base = np.array([[1.0, -2.0], [0.5, 0.5]])
+    base_scale, _ = row_projection(_row_norms(base), row_norm, fit_intercept)
+    before = _second_moment(base, base_scale, fit_intercept)[upper]
+    worst = max(
+        np.linalg.norm(
+            _second_moment(np.vstack([base, x]), np.r_[base_scale, sc], fit_intercept)[
+                upper
+            ]
+            - before
+        )
+        for x, sc in zip(xs, scale, strict=True)
+    )
+    assert worst <= plan.second_moment_sensitivity * (1 + 1e-6)
+    if not fit_intercept:
+        assert worst == pytest.approx(plan.second_moment_sensitivity, rel=1e-6)
+
+
+@pytest.mark.parametrize("n_groups", [1, 2])
+def test_add_remove_run_reads_only_the_released_size(n_groups):
+    # Under add/remove n is private: the run must not read the plan's n, only
+    # the released counts. Plans that differ only in n give the same run.
+    X, y, g = two_rule_data(n=400)
+    codes = g if n_groups == 2 else np.zeros_like(g)
+    runs = []
+    for n_placeholder in (1, 400, 10**6):
+        plan = saddle_plan(
+            n_samples=n_placeholder,
+            n_groups=n_groups,
+            row_norm=np.sqrt(1.5),
+            n_iter=25,
+            precondition=True,
+            momentum=0.9,
+            neighbouring="add-remove",
+        )
+        w, p, events = saddle.run_saddle_gda(
+            X,
+            y,
+            codes,
+            plan,
+            3.0,
+            row_norm=np.sqrt(1.5),
+            fit_intercept=True,
+            rng=np.random.default_rng(5),
+        )
+        runs.append((w, p, events))
+    for w, p, events in runs[1:]:
+        np.testing.assert_array_equal(w, runs[0][0])
+        np.testing.assert_array_equal(p, runs[0][1])
+        assert events == runs[0][2]
+    # ... whereas under replace-one n is public and the step reads it.
+    plans = [
+        saddle_plan(n_samples=n, n_groups=n_groups, row_norm=np.sqrt(1.5), n_iter=25)
+        for n in (10, 400)
+    ]
+    assert plans[0].step_size(3.0) < plans[1].step_size(3.0)
+
+
+def test_add_remove_halves_the_noise_at_the_same_epsilon():
+    X, y, g = two_rule_data(n=600)
+    fits = {}
+    for relation in ("replace-one", "add-remove"):
+        est = DPSaddlePointClassifier(
+            epsilon=1.0,
+            delta=1e-5,
+            groups=[0, 1],
+            classes=[0, 1],
+            n_iter=30,
+            neighbouring=relation,
+            random_state=0,
+        ).fit(X, y, sensitive_features=g)
+        assert est.privacy_spent_.neighbouring == relation
+        assert 0.97 <= est.privacy_spent_.epsilon <= 1.0
+        z, spent, delta = est.privacy_plan(600)
+        assert (est.noise_multiplier_, delta) == (z, 1e-5)
+        assert spent.neighbouring == relation
+        fits[relation] = est
+    # Same events, same multiplier; the sensitivities, hence the stds, halve.
+    z = fits["add-remove"].noise_multiplier_
+    assert z == fits["replace-one"].noise_multiplier_
+    stds = {
+        relation: saddle_plan(neighbouring=relation).noise_stds(z) for relation in fits
+    }
+    assert stds["add-remove"][2] == pytest.approx(stds["replace-one"][2] / 2)
+    assert stds["add-remove"][1] == pytest.approx(stds["replace-one"][1] / np.sqrt(2))
+    assert stds["add-remove"][0] == pytest.approx(stds["replace-one"][0] / np.sqrt(2))
 
 
 @pytest.mark.parametrize("z", [1e-4, 2.0, 50.0])
@@ -495,6 +667,9 @@ def test_inferred_groups_warn():
         ({"groups": [0, 1]}, lambda g: None, r"no sensitive_features"),
         ({"groups": [0, 0, 1]}, lambda g: g, r"duplicate"),
         ({"groups": [0, 1]}, lambda g: np.column_stack([g, g]), r"one-dimensional"),
+        # add/remove: an explicit delta (gda), and never the mirror solver.
+        ({"neighbouring": "add-remove"}, lambda g: g, r"add-remove"),
+        ({"neighbouring": "add-remove", "delta": 1e-6}, lambda g: g, "."),
     ],
 )
 @pytest.mark.parametrize("solver", ["gda", "mirror"])
@@ -506,6 +681,9 @@ def test_errors_leave_state_unchanged(kwargs, sf_fn, match, solver):
     est.fit(X, y, sensitive_features=g)
     before = {k: np.copy(v) for k, v in vars(est).items() if k.endswith("_")}
     est.set_params(**kwargs)
+    if kwargs.get("delta") and solver == "gda":
+        est.fit(X[:100] * 3, y[:100], sensitive_features=sf_fn(g[:100]))  # valid
+        return
     with pytest.raises(ValueError, match=match):
         est.fit(X[:100] * 3, y[:100], sensitive_features=sf_fn(g[:100]))
     for key, value in before.items():

@@ -90,11 +90,21 @@ epsilon 0.5). These public, data-free rules keep it stable:
 With one group the counts are ``n`` (public under replace-one) and the adversary
 has nothing to choose: only the gradient sums are released (private full-batch
 gradient descent).
+
+Add/remove neighbours (``neighbouring="add-remove"``: a record ``(x, y, g)``
+added or removed) move every release by half as much or less, since nothing is
+subtracted where something is added: the counts by 1 (one entry), the weighted
+gradient sum by ``C max_k v_k``, the loss sums by ``max_loss`` (one entry), the
+second-moment triangle by ``R^2`` (its squared norm ``(||a a^T||_F^2 + sum_j
+a_j^4) / 2 <= R^4``). ``n`` is then private: the counts are released even with
+one group, and every rule that reads ``n`` (the "auto" step, the walk radius,
+the tail, the preconditioner's scale) reads the sum of the noisy counts
+instead (post-processing, :meth:`SaddlePlan.at_released_size`).
 """
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import expit, logsumexp
@@ -238,6 +248,7 @@ _COUNT_SENSITIVITY = math.sqrt(2.0)
 _GRADIENT_SENSITIVITY_FACTOR = 2.0
 _LOSS_SENSITIVITY_FACTOR = math.sqrt(2.0)
 _SECOND_MOMENT_SENSITIVITY_FACTOR = math.sqrt(2.0)
+# Under add/remove every one of these factors is 1 (see the module docstring).
 _LOG_INTERVAL = 50
 
 
@@ -272,6 +283,11 @@ class SaddlePlan:
         Step of the model player; ``None``: "auto", see :meth:`step_size`.
     momentum : float
         Heavy-ball momentum ``m`` of the model player, in ``[0, 1)``.
+    neighbouring : {"replace-one", "add-remove"}
+        The relation the sensitivities are for. Under add/remove ``n`` is
+        private and ``n_samples`` is a placeholder until the run replaces it
+        by the released total count (:meth:`at_released_size`); the privacy
+        events never depend on it.
     """
 
     n_samples: int
@@ -289,22 +305,43 @@ class SaddlePlan:
     row_norm: float = 0.0
     precondition_share: float = 0.0
     momentum: float = 0.0
+    neighbouring: str = "replace-one"
+
+    @property
+    def releases_counts(self):
+        """Whether the run releases the group counts (not ``n`` when public)."""
+        return self.n_groups > 1 or self.neighbouring == "add-remove"
+
+    def _sensitivity_factor(self, replace_one):
+        """``replace_one`` under replace-one; 1 under add/remove (one record)."""
+        return replace_one if self.neighbouring == "replace-one" else 1.0
+
+    def at_released_size(self, n_released):
+        """Return the plan with ``n`` replaced by a released (noisy) total count.
+
+        For add/remove, where ``n`` is private: the rules that read ``n``
+        then read a released value, which is post-processing.
+        """
+        return replace(self, n_samples=max(1, int(round(float(n_released)))))
 
     @property
     def shares(self):
         """Budget shares ``(counts, losses, gradients)`` of the Rényi curve."""
         if self.n_groups == 1:
-            return 0.0, 0.0, 1.0 - self.precondition_share
+            count_share = _COUNT_SHARE if self.releases_counts else 0.0
+            return count_share, 0.0, 1.0 - count_share - self.precondition_share
         return _COUNT_SHARE, _LOSS_SHARE, _GRADIENT_SHARE - self.precondition_share
 
     @property
     def second_moment_sensitivity(self):
         """L2 sensitivity of the upper triangle of ``sum_i a_i a_i^T``.
 
-        ``sqrt(2) R^2`` for rows ``a_i`` (intercept column included) of norm
-        at most ``R = row_norm``: see :func:`_private_preconditioner`.
+        ``sqrt(2) R^2`` (replace-one) or ``R^2`` (add/remove) for rows ``a_i``
+        (intercept column included) of norm at most ``R = row_norm``: see
+        :func:`_private_preconditioner`.
         """
-        return _SECOND_MOMENT_SENSITIVITY_FACTOR * self.row_norm**2
+        factor = self._sensitivity_factor(_SECOND_MOMENT_SENSITIVITY_FACTOR)
+        return factor * self.row_norm**2
 
     def second_moment_std(self, noise_multiplier):
         """Noise std of each upper-triangle entry of the second-moment release."""
@@ -336,7 +373,7 @@ class SaddlePlan:
         """
         z_count, z_loss, z_grad = self.noise_multipliers(noise_multiplier)
         return (
-            None if z_count is None else z_count * _COUNT_SENSITIVITY,
+            None if z_count is None else z_count * self.count_sensitivity,
             None if z_loss is None else z_loss * self.loss_sensitivity,
             z_grad * self.gradient_sensitivity,
         )
@@ -412,7 +449,7 @@ class SaddlePlan:
         """
         z_grad = self.noise_multipliers(noise_multiplier)[2]
         return (
-            _GRADIENT_SENSITIVITY_FACTOR
+            self._sensitivity_factor(_GRADIENT_SENSITIVITY_FACTOR)
             * z_grad
             / (math.sqrt(self.n_iter) * self.n_samples)
         )
@@ -436,17 +473,27 @@ class SaddlePlan:
         return min(cap, (1.0 - self.momentum) * factor * radius / noise)
 
     @property
+    def count_sensitivity(self):
+        """L2 sensitivity of the vector of group counts."""
+        return self._sensitivity_factor(_COUNT_SENSITIVITY)
+
+    @property
     def gradient_sensitivity(self):
         """L2 sensitivity of the weighted gradient sum, per unit of ``max_k v_k``."""
-        return _GRADIENT_SENSITIVITY_FACTOR * min(self.clip_norm, self.gradient_bound)
+        factor = self._sensitivity_factor(_GRADIENT_SENSITIVITY_FACTOR)
+        return factor * min(self.clip_norm, self.gradient_bound)
 
     @property
     def loss_sensitivity(self):
         """L2 sensitivity of the vector of per-group clipped loss sums."""
-        return _LOSS_SENSITIVITY_FACTOR * self.max_loss
+        return self._sensitivity_factor(_LOSS_SENSITIVITY_FACTOR) * self.max_loss
 
     def events(self, noise_multiplier):
-        """Privacy events of the run at ``noise_multiplier`` (replace-one)."""
+        """Privacy events of the run at ``noise_multiplier``.
+
+        Each multiplier is std / sensitivity under the plan's relation, so
+        the events are the same under both; what differs is the noise std.
+        """
         z_count, z_loss, z_grad = self.noise_multipliers(noise_multiplier)
         events = []
         if z_count is not None:
@@ -475,6 +522,7 @@ def make_saddle_plan(
     weight_cap=None,
     precondition=False,
     momentum=0.0,
+    neighbouring="replace-one",
 ):
     """Build the :class:`SaddlePlan` of a run from public quantities.
 
@@ -489,7 +537,13 @@ def make_saddle_plan(
     and, with ``precondition=True``, whether the second-moment matrix is
     released (at most 1000 coefficients); never the total spend (the shares
     add up to one either way). ``momentum="auto"`` is 0.9.
+    ``neighbouring="add-remove"`` halves (or better) every sensitivity and
+    makes ``n_samples`` a placeholder (see :class:`SaddlePlan`).
     """
+    if neighbouring not in ("replace-one", "add-remove"):
+        raise ValueError(
+            f"neighbouring must be 'replace-one' or 'add-remove', got {neighbouring!r}."
+        )
     gradient_bound, smoothness = logistic_constants(row_norm, 2)
     use = precondition and n_params <= _PRECONDITION_MAX_PARAMS
     precondition_share = _PRECONDITION_SHARE if use else 0.0
@@ -515,6 +569,7 @@ def make_saddle_plan(
         row_norm=float(row_norm),
         precondition_share=precondition_share,
         momentum=float(momentum),
+        neighbouring=neighbouring,
     )
 
 
@@ -683,12 +738,16 @@ def run_saddle_gda(
     scale, norm = row_projection(rounded_up_float32(raw), row_norm, fit_intercept)
     std_count, std_loss, std_grad = plan.noise_stds(noise_multiplier)
 
-    # Release 1: noisy group counts (n itself when there is one group).
-    if K == 1:
-        counts = np.array([float(plan.n_samples)])
-    else:
+    # Release 1: noisy group counts (n itself when there is one group and n
+    # is public).
+    if plan.releases_counts:
         counts = np.bincount(codes, minlength=K) + rng.normal(0.0, std_count, size=K)
+    else:
+        counts = np.array([float(plan.n_samples)])
     denom = np.maximum(counts, _MIN_COUNT)
+    if plan.neighbouring == "add-remove":
+        # n is private: every rule reads the released total instead.
+        plan = plan.at_released_size(denom.sum())
     caps = None
     if plan.weight_cap is not None and K > 1:
         caps = np.minimum(1.0, plan.weight_cap * denom / denom.sum())

@@ -114,7 +114,8 @@ class DPSaddlePointClassifier(
         Target epsilon; the noise is calibrated so that the spend never
         exceeds it.
     delta : float or None, default=None
-        Target delta; ``None`` uses ``min(1e-5, n ** -1.1)``.
+        Target delta; ``None`` uses ``min(1e-5, n ** -1.1)`` (replace-one
+        only: under add/remove ``n`` is private, so set delta yourself).
     groups : array-like or None, default=None
         The public set of group labels. ``None`` reads it from
         ``sensitive_features`` and emits a :class:`~skdp.exceptions.PrivacyLeakWarning`
@@ -204,6 +205,16 @@ class DPSaddlePointClassifier(
         Per-example losses are clipped to ``[0, max_loss]`` before the group
         losses the adversary reads are computed (public bound).
     fit_intercept : bool, default=True
+    neighbouring : {"replace-one", "add-remove"}, default="replace-one"
+        The neighbouring relation ``privacy_spent_`` holds for (see Notes).
+        ``"replace-one"``: one row replaced by another, possibly of another
+        group; ``n`` is public. ``"add-remove"`` (``"gda"`` only, with an
+        explicit ``delta``): one row added or removed; every release then
+        changes by half as much or less, so the noise is halved at the same
+        epsilon, and ``n`` stays private (the step rules read the noisy total
+        count). An add/remove guarantee at epsilon is a replace-one guarantee
+        at about twice epsilon, not the same one: compare methods under the
+        same relation.
     random_state : int, RandomState instance or None, default=None
         Seed of the noise. ``None`` draws a fresh one. A fixed seed makes
         refits identical, and anyone who knows it can regenerate the noise
@@ -235,7 +246,11 @@ class DPSaddlePointClassifier(
     Notes
     -----
     **Privacy.** Unit of privacy: one row of ``(X, y, sensitive_features)``.
-    Neighbouring relation: replace-one (a row may change its group too).
+    Neighbouring relation: replace-one (a row may change its group too), or
+    add/remove with ``neighbouring="add-remove"`` (sensitivities: counts 1,
+    gradient sum ``C max_k v_k``, loss sums ``max_loss``, second moment
+    ``R^2``; ``n`` is then not public and the counts are released even
+    without groups). The rest of this paragraph is for replace-one.
     Public: ``n``, the classes, the set of groups (``groups``), ``row_norm``,
     ``max_loss`` and every parameter; the group *sizes* are not public and are
     released with noise. Released, with Gaussian noise: the group counts once
@@ -312,6 +327,7 @@ class DPSaddlePointClassifier(
         ],
         "max_loss": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
+        "neighbouring": [StrOptions({"replace-one", "add-remove"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -337,6 +353,7 @@ class DPSaddlePointClassifier(
         max_grad_norm="auto",
         max_loss=2.0,
         fit_intercept=True,
+        neighbouring="replace-one",
         random_state=None,
         verbose=0,
     ):
@@ -358,6 +375,7 @@ class DPSaddlePointClassifier(
         self.max_grad_norm = max_grad_norm
         self.max_loss = max_loss
         self.fit_intercept = fit_intercept
+        self.neighbouring = neighbouring
         self.random_state = random_state
         self.verbose = verbose
 
@@ -394,7 +412,25 @@ class DPSaddlePointClassifier(
             weight_cap=self.weight_cap,
             precondition=self.precondition,
             momentum=self.momentum,
+            neighbouring=self.neighbouring,
         )
+
+    def _check_settings(self):
+        """Refuse combinations of parameters that have no valid accounting."""
+        if self.neighbouring != "add-remove":
+            return
+        if self.solver != "gda":
+            raise ValueError(
+                "neighbouring='add-remove' is supported by solver='gda' only: "
+                "'mirror' splits the rows into batches by n, which add-remove "
+                "keeps private."
+            )
+        if self.delta is None:
+            raise ValueError(
+                "neighbouring='add-remove' needs an explicit delta: the default "
+                "min(1e-5, n ** -1.1) depends on the number of rows, which "
+                "add-remove keeps private (delta_ would reveal it)."
+            )
 
     def _declared_groups(self):
         groups = _as_labels(self.groups, "groups")
@@ -426,6 +462,7 @@ class DPSaddlePointClassifier(
         delta : float
         """
         self._validate_params()
+        self._check_settings()
         if n_samples < 1 or n_classes not in (None, 2):
             raise ValueError(
                 "n_samples must be >= 1 and n_classes == 2: only binary "
@@ -449,7 +486,11 @@ class DPSaddlePointClassifier(
         plan = self._plan(n_samples, n_groups, n_features)
         delta = default_delta(n_samples) if self.delta is None else self.delta
         z, spent = calibrate_noise_multiplier(
-            plan.events, self.epsilon, delta, accountant="pld"
+            plan.events,
+            self.epsilon,
+            delta,
+            neighbouring=self.neighbouring,
+            accountant="pld",
         )
         return plan, z, spent, delta
 
@@ -495,6 +536,7 @@ class DPSaddlePointClassifier(
         -------
         self : DPSaddlePointClassifier
         """
+        self._check_settings()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y")
@@ -538,7 +580,13 @@ class DPSaddlePointClassifier(
                 )
         # The draws' pure-DP cap can put the best order at the end of the grid
         # on tiny data; the spend is valid and within the target either way.
-        spent = account(events, delta, warn=self.solver != "mirror", accountant="pld")
+        spent = account(
+            events,
+            delta,
+            neighbouring=self.neighbouring,
+            warn=self.solver != "mirror",
+            accountant="pld",
+        )
         if spent.epsilon > self.epsilon * (1 + 1e-9):
             raise RuntimeError("Internal error: the run spent more than its target.")
         if self.fit_intercept:
