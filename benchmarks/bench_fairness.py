@@ -447,8 +447,11 @@ def main(argv=None):
     parser.add_argument("--plot", action="store_true", help="write docs/images PNG")
     parser.add_argument("--replot", metavar="OUTPUT", help="plot a saved run's output")
     args = parser.parse_args(argv)
+    prefix = "docs/images/fairness_"
+    if args.neighbouring == "add-remove":
+        prefix += "add_remove_"
     if args.replot:
-        plot("docs/images/fairness_", *parse_output(args.replot))
+        plot(prefix, *parse_output(args.replot))
         return
     epsilons = (1.0, 8.0) if args.quick else tuple(args.epsilons)
     seeds = 2 if args.quick else args.seeds
@@ -456,6 +459,7 @@ def main(argv=None):
     if args.neighbouring == "add-remove":
         methods = tuple(m for m in methods if m != "mirror")
     all_results = {}
+    print(f"neighbouring relation of the private fits: {args.neighbouring}\n")
     for name in args.datasets:
         start = time.perf_counter()
         results, sizes = run_dataset(
@@ -472,7 +476,7 @@ def main(argv=None):
         print(seconds_line(name, results, epsilons))
         print(f"(wall {time.perf_counter() - start:.0f}s)\n", flush=True)
     if args.plot:
-        plot("docs/images/fairness_", all_results, epsilons)
+        plot(prefix, all_results, epsilons)
 
 
 if __name__ == "__main__":
