@@ -44,6 +44,36 @@ def test_saddle_point_classifier_passes(grouped, epsilon):
     assert result.epsilon_lower <= result.epsilon_reported
 
 
+def test_saddle_point_add_remove_passes(grouped):
+    # Under add/remove the fits without the canary drop its row and its
+    # group label too (a per-row fit parameter follows the removed row).
+    X, y, groups = grouped
+    est = DPSaddlePointClassifier(
+        epsilon=1.0,
+        delta=1e-5,
+        groups=["a", "b"],
+        classes=[0, 1],
+        n_iter=20,
+        neighbouring="add-remove",
+    )
+    result = audit(est, X, y, n_trials=200, random_state=0, sensitive_features=groups)
+    assert 0.9 <= result.epsilon_reported <= 1.0 + 1e-9
+    assert result.epsilon_lower <= result.epsilon_reported
+
+
+@pytest.mark.parametrize("weights", ["length", "scalar"])
+def test_add_remove_audit_refuses_fit_params_that_are_not_per_row(weights):
+    X, y = unit_rows(20, 3, seed=0)
+    est = DPLogisticRegression(
+        epsilon=1.0, neighbouring="add-remove", classes=[0, 1], epochs=1
+    )
+    bad = np.ones(X.shape[0] - 1) if weights == "length" else 1.0
+    with pytest.raises(ValueError, match="cannot follow it"):
+        audit(est, X, y, n_trials=8, random_state=0, sample_weight=bad)
+    # A per-row one is accepted: the fits without the canary get 19 weights.
+    audit(est, X, y, n_trials=8, random_state=0, sample_weight=np.ones(X.shape[0]))
+
+
 def test_saddle_point_audit_needs_declared_groups(grouped):
     X, y, groups = grouped
     est = DPSaddlePointClassifier(epsilon=1.0, n_iter=5)

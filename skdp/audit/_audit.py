@@ -288,6 +288,29 @@ def seed_every_step(est, seed):
     return est
 
 
+def _without_last_row(value, name, n_rows):
+    """``value`` without its last row, for a per-row array of ``n_rows`` rows.
+
+    Fit parameters of another length (or none at all) cannot be per-row, so
+    an add/remove audit cannot tell which of their entries follow the
+    removed canary: refused.
+    """
+    per_row = (
+        hasattr(value, "__getitem__")
+        and not isinstance(value, str | bytes | dict)
+        and np.ndim(value) > 0
+        and len(value) == n_rows
+    )
+    if not per_row:
+        raise ValueError(
+            f"an add/remove audit drops the canary row; {name} is not an array "
+            f"of {n_rows} rows and cannot follow it."
+        )
+    if hasattr(value, "iloc"):
+        return value.iloc[:-1]
+    return value[:-1] if hasattr(value, "shape") else np.asarray(value)[:-1]
+
+
 def _fit_and_score(estimator, X, y, seed, score, fit_params):
     est = seed_every_step(clone(estimator), seed)
     if y is None:
@@ -414,7 +437,10 @@ def audit(
         ``canary="auto"``; for a user canary, the decision function at the
         canary, signed towards its label.
     **fit_params : dict
-        Passed to every ``fit``.
+        Passed to every ``fit``. Under add/remove the fits without the
+        canary get each per-row parameter (``sensitive_features``,
+        ``sample_weight``) without its last entry, the canary's; a parameter
+        that is not an array of one entry per row is refused there.
 
     Returns
     -------
@@ -472,16 +498,18 @@ def audit(
     else:
         raise ValueError(f"canary must be 'auto' or (x, y), got {canary!r}.")
     relation = relation_of(estimator)
+    fit_params_out = fit_params
     if relation == "add-remove":
-        if fit_params:
-            raise ValueError(
-                "an add/remove audit drops the canary row; per-row fit "
-                "parameters cannot follow it."
-            )
         # The neighbour is the data set without the canary (the last row of
-        # the data set with it), for an automatic or a user's canary alike.
-        X_out = X_in.iloc[:-1] if hasattr(X_in, "iloc") else X_in[:-1]
-        y_out = None if y_in is None else y_in[:-1]
+        # the data set with it), for an automatic or a user's canary alike;
+        # per-row fit parameters (sensitive_features) lose their last entry.
+        n_rows = len(X_in)
+        fit_params_out = {
+            name: _without_last_row(value, name, n_rows)
+            for name, value in fit_params.items()
+        }
+        X_out = _without_last_row(X_in, "X", n_rows)
+        y_out = None if y_in is None else _without_last_row(y_in, "y", n_rows)
     score = auto_score if score is None else score
 
     n_in = int(n_trials) // 2
@@ -491,7 +519,7 @@ def audit(
         delayed(_fit_and_score)(estimator, X_in, y_in, seed, score, fit_params)
         for seed in seeds[:n_in]
     ] + [
-        delayed(_fit_and_score)(estimator, X_out, y_out, seed, score, fit_params)
+        delayed(_fit_and_score)(estimator, X_out, y_out, seed, score, fit_params_out)
         for seed in seeds[n_in:]
     ]
     out = Parallel(n_jobs=n_jobs)(jobs)
