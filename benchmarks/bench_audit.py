@@ -30,16 +30,19 @@ import numpy as np
 
 from skdp.audit import audit, audit_one_run
 from skdp.audit._cli import adult_audit_setup
+from skdp.fairness import DPSaddlePointClassifier
 from skdp.linear_model import DPLogisticRegression
 
 # The one-step SGLD that reports the seed paper's (false) Theorem 3.1 lives
 # with its test; the benchmark audits the same mechanism.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _broken import (  # noqa: E402
+    SADDLE_STRONG,
     STRONG,
     STRONG_ROWS,
     NoiseDividedBy,
     NoiseDividedBy10,
+    SaddleSensitivityDividedBy4,
     unit_rows,
 )
 from test_audit_sgld_claim import OneStepSGLDWithSeedClaim  # noqa: E402
@@ -106,6 +109,27 @@ def _cases(quick):
     def saddle(epsilon):
         return adult_audit_setup("saddle", ADULT_ROWS, epsilon, 0, n_iter=100)
 
+    def saddle_add_remove(epsilon):
+        return adult_audit_setup(
+            "saddle",
+            ADULT_ROWS,
+            epsilon,
+            0,
+            n_iter=100,
+            neighbouring="add-remove",
+            delta=1e-5,
+        )
+
+    def saddle_strong(epsilon, cls=DPSaddlePointClassifier):
+        # One full-batch step on the strong setting's rows, no groups: under
+        # add/remove the count (5%) and one gradient sum (95%) are released.
+        X, y = unit_rows(STRONG_ROWS, 3, seed=0)
+        params = dict(SADDLE_STRONG, delta=1e-5, neighbouring="add-remove")
+        return cls(epsilon=epsilon, **params), X, y, {}
+
+    def saddle_strong_broken(epsilon):
+        return saddle_strong(epsilon, cls=SaddleSensitivityDividedBy4)
+
     def saddle_mirror(epsilon):
         return adult_audit_setup(
             "saddle", ADULT_ROWS, epsilon, 0, n_iter=100, solver="mirror"
@@ -130,6 +154,17 @@ def _cases(quick):
 
     cases += [
         ("saddle (sex groups, 100 steps)", saddle, 1000 // scale),
+        (
+            "saddle (sex groups, 100 steps), add/remove",
+            saddle_add_remove,
+            1000 // scale,
+        ),
+        ("saddle strong setting, add/remove", saddle_strong, 4000 // scale),
+        (
+            "BROKEN: saddle strong, add/remove, gradient sensitivity / 4",
+            saddle_strong_broken,
+            8000 // scale,
+        ),
         ("saddle mirror (sex groups, 100 steps)", saddle_mirror, 1000 // scale),
         ("synthetic (4 categorical columns)", synthetic, 400 // scale),
         ("logistic strong setting", strong, 4000 // scale),

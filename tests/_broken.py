@@ -4,8 +4,12 @@ Shared by the audit tests and ``benchmarks/bench_audit.py`` (which puts this
 directory on ``sys.path``), so that every place tests the same broken variant.
 """
 
+from dataclasses import fields
+
 import numpy as np
 
+from skdp._solvers._saddle import SaddlePlan
+from skdp.fairness import DPSaddlePointClassifier
 from skdp.linear_model import DPLogisticRegression
 
 # The strong setting: full-batch cyclic DP-SGD on a few rows without intercept,
@@ -68,3 +72,38 @@ class NoiseDividedBy100(NoiseDividedBy):
     """A hundredth of the noise."""
 
     factor = 100.0
+
+
+# The strong setting for DPSaddlePointClassifier: one full-batch step of a
+# fixed length on the same rows, no intercept, no groups, the clip active on
+# the canary. Under add/remove the count is released too (5% of the budget).
+SADDLE_STRONG = {
+    "n_iter": 1,
+    "learning_rate": 1.0,
+    "momentum": 0.0,
+    "fit_intercept": False,
+    "max_grad_norm": 0.25,
+    "classes": [0, 1],
+}
+
+
+class _QuarterGradientSensitivity(SaddlePlan):
+    """A plan that claims a quarter of the gradient sum's true sensitivity."""
+
+    @property
+    def gradient_sensitivity(self):
+        return super().gradient_sensitivity / 4.0
+
+
+class SaddleSensitivityDividedBy4(DPSaddlePointClassifier):
+    """Broken on purpose: the gradient noise of a quarter of the sensitivity.
+
+    The plan's events, hence the reported spend, are the honest ones for the
+    noise multiplier; the noise std is a quarter of what that multiplier
+    needs (the bug a wrong sensitivity would make).
+    """
+
+    def _plan(self, n_samples, n_groups, n_features):
+        plan = super()._plan(n_samples, n_groups, n_features)
+        values = {f.name: getattr(plan, f.name) for f in fields(plan)}
+        return _QuarterGradientSensitivity(**values)

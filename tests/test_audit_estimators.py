@@ -2,7 +2,14 @@
 
 import numpy as np
 import pytest
-from _broken import STRONG, STRONG_ROWS, NoiseDividedBy, unit_rows
+from _broken import (
+    SADDLE_STRONG,
+    STRONG,
+    STRONG_ROWS,
+    NoiseDividedBy,
+    SaddleSensitivityDividedBy4,
+    unit_rows,
+)
 
 from skdp.audit import audit
 from skdp.audit._canaries import synthetic_canary
@@ -59,6 +66,23 @@ def test_saddle_point_add_remove_passes(grouped):
     result = audit(est, X, y, n_trials=200, random_state=0, sensitive_features=groups)
     assert 0.9 <= result.epsilon_reported <= 1.0 + 1e-9
     assert result.epsilon_lower <= result.epsilon_reported
+
+
+def test_audit_catches_a_quarter_of_the_saddle_sensitivity_under_add_remove():
+    # The add/remove sensitivities are half the replace-one ones; a plan that
+    # claimed a quarter of the true one for the gradients is caught, and its
+    # honest twin is not (seed-fixed: bit-reproducible).
+    X, y = unit_rows(STRONG_ROWS, 3, seed=0)
+    params = dict(SADDLE_STRONG, epsilon=1.0, delta=1e-5, neighbouring="add-remove")
+    broken = audit(
+        SaddleSensitivityDividedBy4(**params), X, y, n_trials=8000, random_state=0
+    )
+    assert broken.epsilon_reported == pytest.approx(1.0, abs=0.01)
+    assert broken.epsilon_lower > broken.epsilon_reported
+    honest = audit(
+        DPSaddlePointClassifier(**params), X, y, n_trials=2000, random_state=0
+    )
+    assert honest.epsilon_lower <= honest.epsilon_reported
 
 
 @pytest.mark.parametrize("weights", ["length", "scalar"])
