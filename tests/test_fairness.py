@@ -32,6 +32,7 @@ from skdp.linear_model import DPLogisticRegression
     [
         DPSaddlePointClassifier(random_state=0),
         DPSaddlePointClassifier(epsilon=1000.0, fit_intercept=False, random_state=0),
+        DPSaddlePointClassifier(neighbouring="add-remove", delta=1e-5, random_state=0),
         DPSaddlePointClassifier(solver="mirror", random_state=0),
         DPSaddlePointClassifier(
             solver="mirror", epsilon=10.0, fit_intercept=False, random_state=0
