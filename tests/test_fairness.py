@@ -265,38 +265,55 @@ def _releases(data, w, v, plan, feature_norm):
     return grad / v.max(), losses, np.bincount(codes, minlength=2)
 
 
+_ENUMERATED_ROW_NORM = 1.0
+_ENUMERATED_MAX_LOSS = 1.5
+
+
+def _enumeration_plan(clip_norm, neighbouring="replace-one"):
+    """One-step plan for the enumerated records (intercept column included)."""
+    return saddle_plan(
+        n_samples=3,
+        row_norm=np.sqrt(_ENUMERATED_ROW_NORM**2 + 1.0),
+        n_iter=1,
+        clip_norm=clip_norm,
+        max_loss=_ENUMERATED_MAX_LOSS,
+        neighbouring=neighbouring,
+    )
+
+
+def _assert_within_and_attained(worst, bounds, clip_norm):
+    """Worst changes within the bounds; counts and, with an active clip,
+    gradients attain theirs; the loss sums come within 10% of theirs."""
+    assert np.all(worst <= bounds * (1 + 1e-12))
+    assert worst[2] == pytest.approx(bounds[2])
+    if clip_norm != "auto":
+        assert worst[0] == pytest.approx(bounds[0], rel=1e-9)
+    assert worst[1] >= 0.9 * bounds[1]
+
+
 @pytest.mark.parametrize("clip_norm", ["auto", 0.1])
 def test_sensitivity_by_enumeration(clip_norm):
     """Every replace-one neighbour of every 3-record data set moves the releases
     by at most the stated L2 sensitivities (and the gradient bound is tight):
     the weighted gradient sum by ``2 C max_k v_k`` for every group weighting
     ``v``, the loss sums by ``sqrt(2) max_loss``, the counts by ``sqrt(2)``."""
-    row_norm, max_loss = 1.0, 1.5
-    plan = saddle_plan(
-        n_samples=3,
-        row_norm=np.sqrt(row_norm**2 + 1.0),
-        n_iter=1,
-        clip_norm=clip_norm,
-        max_loss=max_loss,
-    )
+    plan = _enumeration_plan(clip_norm)
     records = list(itertools.product(_ENUMERATED_XS, (0, 1), (0, 1)))
     worst = np.zeros(3)
     for w in _ENUMERATED_MODELS:
         for v in _ENUMERATED_WEIGHTINGS:
             for base in itertools.product(records, repeat=2):
                 # Releases of (base, r) for every last record r; all pairs r, r2.
-                outs = [_releases((*base, r), w, v, plan, row_norm) for r in records]
+                outs = [
+                    _releases((*base, r), w, v, plan, _ENUMERATED_ROW_NORM)
+                    for r in records
+                ]
                 for part in range(3):
                     flat = np.array([np.ravel(o[part]) for o in outs], dtype=float)
                     diffs = np.linalg.norm(flat[:, None] - flat[None, :], axis=2)
                     worst[part] = max(worst[part], diffs.max())
     bounds = np.array([plan.gradient_sensitivity, plan.loss_sensitivity, np.sqrt(2)])
-    assert np.all(worst <= bounds * (1 + 1e-12))
-    # Counts and, with an active clip, gradients attain their bounds exactly.
-    assert worst[2] == pytest.approx(np.sqrt(2.0))
-    if clip_norm != "auto":
-        assert worst[0] == pytest.approx(bounds[0], rel=1e-9)
-    assert worst[1] >= 0.9 * bounds[1]
+    _assert_within_and_attained(worst, bounds, clip_norm)
 
 
 @pytest.mark.parametrize("clip_norm", ["auto", 0.1])
@@ -305,22 +322,8 @@ def test_add_remove_sensitivity_by_enumeration(clip_norm):
     by at most the add/remove sensitivities, half the replace-one ones or
     less: the weighted gradient sum by ``C max_k v_k``, the loss sums by
     ``max_loss`` and the counts by 1 (all attained with an active clip)."""
-    row_norm, max_loss = 1.0, 1.5
-    plan = saddle_plan(
-        n_samples=3,
-        row_norm=np.sqrt(row_norm**2 + 1.0),
-        n_iter=1,
-        clip_norm=clip_norm,
-        max_loss=max_loss,
-        neighbouring="add-remove",
-    )
-    replace_one = saddle_plan(
-        n_samples=3,
-        row_norm=np.sqrt(row_norm**2 + 1.0),
-        n_iter=1,
-        clip_norm=clip_norm,
-        max_loss=max_loss,
-    )
+    plan = _enumeration_plan(clip_norm, "add-remove")
+    replace_one = _enumeration_plan(clip_norm)
     assert plan.gradient_sensitivity == replace_one.gradient_sensitivity / 2
     assert plan.loss_sensitivity == replace_one.loss_sensitivity / np.sqrt(2)
     assert plan.count_sensitivity == 1.0
@@ -330,87 +333,61 @@ def test_add_remove_sensitivity_by_enumeration(clip_norm):
     for w in _ENUMERATED_MODELS:
         for v in _ENUMERATED_WEIGHTINGS:
             for base in bases:
-                before = _releases(base, w, v, plan, row_norm)
+                before = _releases(base, w, v, plan, _ENUMERATED_ROW_NORM)
                 for r in records:
-                    after = _releases((*base, r), w, v, plan, row_norm)
+                    after = _releases((*base, r), w, v, plan, _ENUMERATED_ROW_NORM)
                     for part in range(3):
                         change = np.linalg.norm(
                             np.ravel(after[part]) - np.ravel(before[part])
                         )
                         worst[part] = max(worst[part], change)
     bounds = np.array([plan.gradient_sensitivity, plan.loss_sensitivity, 1.0])
-    assert np.all(worst <= bounds * (1 + 1e-12))
-    assert worst[2] == 1.0
-    if clip_norm != "auto":
-        assert worst[0] == pytest.approx(bounds[0], rel=1e-9)
-    assert worst[1] >= 0.9 * bounds[1]
+    _assert_within_and_attained(worst, bounds, clip_norm)
 
 
+@pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_second_moment_sensitivity_by_enumeration(fit_intercept):
+def test_second_moment_sensitivity_by_enumeration(fit_intercept, neighbouring):
     """Replacing one record moves the upper triangle (diagonal included) of the
     released ``sum_i a_i a_i^T`` of the projected rows by at most
     ``sqrt(2) R^2`` (attained without an intercept by orthogonal rows of norm
-    ``R``)."""
-    row_norm = np.sqrt(3.0)
-    plan = saddle_plan(
-        n_samples=3, row_norm=row_norm, n_iter=1, max_loss=1.0, precondition=True
-    )
-    grid = [-3.0, -1.0, 0.0, 0.5, 1.0, 2.0]
-    xs = np.array(list(itertools.product(grid, repeat=2)))
-    scale, _ = row_projection(_row_norms(xs), row_norm, fit_intercept)
-    upper = np.triu_indices(2 + int(fit_intercept))
-    base = np.array([[1.0, -2.0], [0.5, 0.5]])
-    base_scale, _ = row_projection(_row_norms(base), row_norm, fit_intercept)
-    worst = 0.0
-    outs = []
-    for x, sc in zip(xs, scale, strict=True):
-        X = np.vstack([base, x])
-        moment = _second_moment(X, np.r_[base_scale, sc], fit_intercept)
-        np.testing.assert_allclose(moment, moment.T)
-        outs.append(moment[upper])
-    outs = np.array(outs)
-    worst = np.linalg.norm(outs[:, None] - outs[None, :], axis=2).max()
-    bound = plan.second_moment_sensitivity
-    assert bound == pytest.approx(np.sqrt(2.0) * row_norm**2)
-    assert worst <= bound * (1 + 1e-12)
-    if not fit_intercept:  # (_row_norms is not exact to the last bit)
-        assert worst == pytest.approx(bound, rel=1e-6)
-
-
-@pytest.mark.parametrize("fit_intercept", [True, False])
-def test_second_moment_add_remove_sensitivity(fit_intercept):
-    """Adding one row ``a`` moves the released upper triangle of
-    ``sum_i a_i a_i^T`` by that of ``a a^T``, of norm at most ``R^2`` (attained
-    by a row of norm ``R`` on one axis)."""
+    ``R``); adding one row ``a`` moves it by that of ``a a^T``, of norm at most
+    ``R^2`` (attained by a row of norm ``R`` on one axis)."""
     row_norm = np.sqrt(3.0)
     plan = saddle_plan(
         n_samples=3,
         row_norm=row_norm,
         n_iter=1,
+        max_loss=1.0,
         precondition=True,
-        neighbouring="add-remove",
+        neighbouring=neighbouring,
     )
-    assert plan.second_moment_sensitivity == pytest.approx(row_norm**2)
     grid = [-3.0, -1.0, 0.0, 0.5, 1.0, 2.0]
     xs = np.array(list(itertools.product(grid, repeat=2)))
     scale, _ = row_projection(_row_norms(xs), row_norm, fit_intercept)
     upper = np.triu_indices(2 + int(fit_intercept))
     base = np.array([[1.0, -2.0], [0.5, 0.5]])
     base_scale, _ = row_projection(_row_norms(base), row_norm, fit_intercept)
-    before = _second_moment(base, base_scale, fit_intercept)[upper]
-    worst = max(
-        np.linalg.norm(
-            _second_moment(np.vstack([base, x]), np.r_[base_scale, sc], fit_intercept)[
-                upper
-            ]
-            - before
+    outs = []
+    for x, sc in zip(xs, scale, strict=True):
+        moment = _second_moment(
+            np.vstack([base, x]), np.r_[base_scale, sc], fit_intercept
         )
-        for x, sc in zip(xs, scale, strict=True)
-    )
-    assert worst <= plan.second_moment_sensitivity * (1 + 1e-6)
-    if not fit_intercept:
-        assert worst == pytest.approx(plan.second_moment_sensitivity, rel=1e-6)
+        np.testing.assert_allclose(moment, moment.T)
+        outs.append(moment[upper])
+    outs = np.array(outs)
+    if neighbouring == "replace-one":
+        worst = np.linalg.norm(outs[:, None] - outs[None, :], axis=2).max()
+        expected = np.sqrt(2.0) * row_norm**2
+    else:
+        before = _second_moment(base, base_scale, fit_intercept)[upper]
+        worst = np.linalg.norm(outs - before, axis=1).max()
+        expected = row_norm**2
+    bound = plan.second_moment_sensitivity
+    assert bound == pytest.approx(expected)
+    assert worst <= bound * (1 + 1e-12)
+    if not fit_intercept:  # (_row_norms is not exact to the last bit)
+        assert worst == pytest.approx(bound, rel=1e-6)
 
 
 @pytest.mark.parametrize("n_groups", [1, 2])
