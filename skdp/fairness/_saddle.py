@@ -17,6 +17,7 @@ from ..linear_model._base import LinearClassifierPredictMixin
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
     MAGNITUDE_LIMIT,
+    check_add_remove_delta,
     default_delta,
     enable_progress,
     resolve_classes,
@@ -425,12 +426,7 @@ class DPSaddlePointClassifier(
                 "'mirror' splits the rows into batches by n, which add-remove "
                 "keeps private."
             )
-        if self.delta is None:
-            raise ValueError(
-                "neighbouring='add-remove' needs an explicit delta: the default "
-                "min(1e-5, n ** -1.1) depends on the number of rows, which "
-                "add-remove keeps private (delta_ would reveal it)."
-            )
+        check_add_remove_delta(self.neighbouring, self.delta)
 
     def _declared_groups(self):
         groups = _as_labels(self.groups, "groups")

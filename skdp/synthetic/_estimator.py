@@ -21,7 +21,11 @@ from .._solvers._pgm import sample_codes
 from .._solvers._synth_aim import expand_codes, fit_aim
 from ..accounting import GaussianEvent, account, calibrate_noise_multiplier
 from ..utils._sklearn import Interval, StrOptions, fit_context
-from ..utils._validation import default_delta, enable_progress
+from ..utils._validation import (
+    check_add_remove_delta,
+    default_delta,
+    enable_progress,
+)
 from ._domain import (
     as_table,
     build_specs,
@@ -347,12 +351,7 @@ class DPSyntheticData(BaseEstimator):
                 "declared domain (infer_domain=None); got "
                 f"method={self.method!r}, infer_domain={self.infer_domain!r}."
             )
-        if self.neighbouring == "add-remove" and self.delta is None:
-            raise ValueError(
-                "neighbouring='add-remove' needs an explicit delta: the default "
-                "min(1e-5, n ** -1.1) depends on the number of rows, which "
-                "add-remove keeps private (delta_ would reveal it)."
-            )
+        check_add_remove_delta(self.neighbouring, self.delta)
         columns, frame_info = as_table(X)
         keys = [key for key, _, _ in columns]
         workload = _workload_indices(self.workload, keys)

@@ -12,6 +12,7 @@ from ..exceptions import PrivacyLeakWarning
 
 __all__ = [
     "MAGNITUDE_LIMIT",
+    "check_add_remove_delta",
     "check_sample_weight",
     "default_delta",
     "enable_progress",
@@ -32,6 +33,20 @@ _DELTA_EXPONENT = 1.1
 def default_delta(n_samples):
     """Default delta ``min(1e-5, n ** -1.1)``, well below ``1 / n``."""
     return float(min(_DELTA_CAP, float(n_samples) ** -_DELTA_EXPONENT))
+
+
+def check_add_remove_delta(neighbouring, delta):
+    """Refuse add/remove without an explicit delta.
+
+    The default :func:`default_delta` is computed from ``n``, which add/remove
+    keeps private: ``delta_`` would reveal it.
+    """
+    if neighbouring == "add-remove" and delta is None:
+        raise ValueError(
+            "neighbouring='add-remove' needs an explicit delta: the default "
+            "min(1e-5, n ** -1.1) depends on the number of rows, which "
+            "add-remove keeps private (delta_ would reveal it)."
+        )
 
 
 def check_sample_weight(sample_weight, n_samples):
