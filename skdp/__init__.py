@@ -11,11 +11,13 @@ from . import (
     fairness,
     model_selection,
     preprocessing,
+    schema,
     synthetic,
 )
 from .exceptions import OrderGridWarning, PrivacyLeakWarning
 from .fairness import DPSaddlePointClassifier
 from .linear_model import DPLogisticRegression
+from .schema import TableSchema
 from .synthetic import DPSyntheticData
 
 __version__ = "0.1.0.dev0"
@@ -26,6 +28,7 @@ __all__ = [
     "DPSyntheticData",
     "OrderGridWarning",
     "PrivacyLeakWarning",
+    "TableSchema",
     "__version__",
     "accounting",
     "audit",
@@ -33,5 +36,6 @@ __all__ = [
     "fairness",
     "model_selection",
     "preprocessing",
+    "schema",
     "synthetic",
 ]

@@ -39,6 +39,7 @@ PUBLIC_MODULES = (
     "skdp.fairness",
     "skdp.model_selection",
     "skdp.preprocessing",
+    "skdp.schema",
     "skdp.synthetic",
 )
 # Re-exported at the top level and documented there (``skdp.X``).

@@ -1,0 +1,257 @@
+"""Public declarations of a table's columns, labels and groups.
+
+A schema holds only public knowledge: for each column its categories or its
+numeric ``(low, high)`` range (optionally public bin edges), whether it may be
+missing, the label classes and the sensitive-group column. It is never read
+from the data; the data are checked against it.
+"""
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..utils._validation import MAGNITUDE_LIMIT
+
+__all__ = ["Categorical", "Numeric", "TableSchema", "as_column"]
+
+
+@dataclass(frozen=True)
+class Numeric:
+    """A numeric column with public bounds.
+
+    Parameters
+    ----------
+    low, high : float
+        Public range, ``low < high``, finite and within +-1e30. Values outside
+        are clipped to it. Integer bounds declare an integer column.
+    bins : int, sequence of float or None, default=None
+        Optional public discretisation: a number of equal-width bins on
+        ``[low, high]``, or the bin edges themselves (increasing, from ``low``
+        to ``high``). ``None``: the consumer's default.
+    nullable : bool, default=False
+        Whether the column may be missing (NaN or None).
+    """
+
+    low: float
+    high: float
+    bins: object = None
+    nullable: bool = False
+
+    @property
+    def integer(self):
+        """Whether both public bounds are integers (an integer column)."""
+        return all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool)
+            for v in (self.low, self.high)
+        )
+
+
+@dataclass(frozen=True)
+class Categorical:
+    """A categorical column with its public categories.
+
+    Parameters
+    ----------
+    categories : tuple
+        Every category the column may hold, in a fixed public order.
+    nullable : bool, default=False
+        Whether the column may be missing (NaN or None).
+    """
+
+    categories: tuple
+    nullable: bool = False
+
+
+def _checked_numeric(name, spec):
+    low, high = spec.low, spec.high
+    for value in (low, high):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(
+                f"Column {name!r}: bounds must be numbers, got {(low, high)!r}."
+            )
+    if not (math.isfinite(low) and math.isfinite(high)) or max(
+        abs(low), abs(high)
+    ) > MAGNITUDE_LIMIT:
+        raise ValueError(
+            f"Column {name!r}: bounds must be finite and within "
+            f"+-{MAGNITUDE_LIMIT:g}, got {(low, high)!r}."
+        )
+    if not low < high:
+        raise ValueError(
+            f"Column {name!r}: needs low < high, got low={low!r}, high={high!r}."
+        )
+    bins = spec.bins
+    if bins is None:
+        return spec
+    if isinstance(bins, numbers.Integral) and not isinstance(bins, bool):
+        if bins < 1:
+            raise ValueError(f"Column {name!r}: bins must be >= 1, got {bins!r}.")
+        return spec
+    if isinstance(bins, (str, bytes)) or not hasattr(bins, "__iter__"):
+        raise TypeError(
+            f"Column {name!r}: bins must be an int or a sequence of edges, "
+            f"got {bins!r}."
+        )
+    edges = np.asarray(list(bins), dtype=float)
+    if (
+        edges.ndim != 1
+        or edges.size < 2
+        or not np.all(np.isfinite(edges))
+        or np.any(np.diff(edges) <= 0)
+        or edges[0] != low
+        or edges[-1] != high
+    ):
+        raise ValueError(
+            f"Column {name!r}: bin edges must increase strictly from low={low!r} "
+            f"to high={high!r}, got {list(bins)!r}."
+        )
+    return Numeric(low, high, tuple(edges.tolist()), spec.nullable)
+
+
+def _checked_categorical(name, spec):
+    categories = spec.categories
+    if isinstance(categories, (str, bytes, Mapping)) or not hasattr(
+        categories, "__iter__"
+    ):
+        raise TypeError(
+            f"Column {name!r}: categories must be a list, got {categories!r}."
+        )
+    categories = tuple(categories)
+    if not categories:
+        raise ValueError(f"Column {name!r}: the list of categories is empty.")
+    if len(set(categories)) != len(categories):
+        raise ValueError(f"Column {name!r}: a category is listed twice.")
+    return Categorical(categories, spec.nullable)
+
+
+def as_column(name, spec):
+    """Parse one column's declaration into :class:`Numeric` or :class:`Categorical`.
+
+    Parameters
+    ----------
+    name : hashable
+        The column's name (used in error messages).
+    spec : Numeric, Categorical, list or tuple
+        A spec object, or a shorthand: a ``list`` of categories, or a
+        ``(low, high)`` or ``(low, high, bins)`` tuple.
+
+    Returns
+    -------
+    Numeric or Categorical
+        The validated declaration.
+    """
+    if isinstance(spec, Numeric):
+        return _checked_numeric(name, spec)
+    if isinstance(spec, Categorical):
+        return _checked_categorical(name, spec)
+    if isinstance(spec, tuple):
+        if len(spec) not in (2, 3):
+            raise ValueError(
+                f"Column {name!r}: a numeric range is (low, high) or "
+                f"(low, high, bins), got {spec!r}."
+            )
+        return _checked_numeric(name, Numeric(*spec))
+    if isinstance(spec, list):
+        return _checked_categorical(name, Categorical(tuple(spec)))
+    raise TypeError(
+        f"Column {name!r}: declare a list of categories, a (low, high) tuple, "
+        f"Numeric(...) or Categorical(...), got {spec!r}."
+    )
+
+
+class TableSchema:
+    """The public declaration of a table, made once.
+
+    Parameters
+    ----------
+    columns : mapping
+        ``column -> declaration``: :class:`Numeric`, :class:`Categorical`, a
+        list of categories or a ``(low, high[, bins])`` tuple.
+    target : hashable or None, default=None
+        The label column, if ``columns`` or the frames include it; it is not a
+        feature.
+    classes : sequence or None, default=None
+        The public label classes.
+    sensitive : hashable or None, default=None
+        The column holding the sensitive groups (a declared categorical
+        column); it stays a feature unless left out of ``columns``.
+
+    Attributes
+    ----------
+    columns : dict
+        Every declared column, validated.
+    features : list
+        The feature columns, in declaration order (``columns`` less ``target``).
+    classes : tuple or None
+        The declared classes.
+    """
+
+    def __init__(self, columns, *, target=None, classes=None, sensitive=None):
+        if not isinstance(columns, Mapping) or not columns:
+            raise TypeError(
+                "columns must be a non-empty mapping column -> declaration."
+            )
+        self.columns = {name: as_column(name, spec) for name, spec in columns.items()}
+        self.target = target
+        self.features = [name for name in self.columns if name != target]
+        if not self.features:
+            raise ValueError("The schema declares no feature column.")
+        self.classes = None if classes is None else _checked_classes(classes)
+        if sensitive is not None and not isinstance(
+            self.columns.get(sensitive), Categorical
+        ):
+            raise ValueError(
+                f"sensitive={sensitive!r} must name a declared categorical column."
+            )
+        self.sensitive = sensitive
+
+    def __repr__(self):
+        return (
+            f"TableSchema({len(self.features)} features, target={self.target!r}, "
+            f"classes={self.classes!r}, sensitive={self.sensitive!r})"
+        )
+
+    def domain(self):
+        """The feature declarations as a ``DPSyntheticData`` domain.
+
+        Returns
+        -------
+        dict
+            ``column -> Numeric or Categorical`` for every declared column.
+        """
+        return dict(self.columns)
+
+    def check_columns(self, names):
+        """Raise ``ValueError`` naming the first feature missing from ``names``."""
+        present = set(names)
+        missing = [name for name in self.features if name not in present]
+        if missing:
+            raise ValueError(
+                f"Column {missing[0]!r} is declared in the schema but missing from "
+                f"the data (missing: {missing!r})."
+            )
+
+    def check_labels(self, y):
+        """Raise ``ValueError`` if a label of ``y`` is not a declared class."""
+        if self.classes is None:
+            return
+        unknown = sorted(set(np.unique(np.asarray(y)).tolist()) - set(self.classes))
+        if unknown:
+            raise ValueError(
+                f"Labels {unknown!r} are not among the declared classes "
+                f"{list(self.classes)!r}."
+            )
+
+
+def _checked_classes(classes):
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__"):
+        raise TypeError(f"classes must be a list of labels, got {classes!r}.")
+    classes = tuple(classes)
+    if len(classes) < 2 or len(set(classes)) != len(classes):
+        raise ValueError(
+            f"classes must list at least two distinct labels, got {list(classes)!r}."
+        )
+    return classes

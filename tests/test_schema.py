@@ -1,0 +1,73 @@
+import numpy as np
+import pytest
+
+from skdp.schema import Categorical, Numeric, TableSchema, as_column
+
+
+def test_shorthands_parse_to_specs():
+    assert as_column("a", [1, 0]) == Categorical((1, 0))
+    assert as_column("b", (0, 10)) == Numeric(0, 10)
+    assert as_column("b", (0, 10)).integer
+    assert not as_column("c", (0.0, 1.0)).integer
+    assert as_column("d", (0, 1, 4)).bins == 4
+    edges = as_column("e", Numeric(0, 10, bins=[0, 1, 5, 10])).bins
+    assert edges == (0.0, 1.0, 5.0, 10.0)
+
+
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ((5, 5), "low < high"),
+        ((6, 5), "low < high"),
+        ((0, float("inf")), "finite"),
+        ((0, 1e31), "finite"),
+        (("a", 1), "numbers"),
+        ((0, 1, 2, 3), r"\(low, high\)"),
+        ((0, 1, 0), "bins must be >= 1"),
+        (Numeric(0, 10, bins=[0, 5, 4, 10]), "edges"),
+        (Numeric(0, 10, bins=[1, 5, 10]), "edges"),
+        ([], "empty"),
+        (["x", "x"], "twice"),
+        ("abc", "declare"),
+        ({"x": 1}, "declare"),
+        (Categorical("abc"), "must be a list"),
+    ],
+)
+def test_bad_declarations_name_the_column(spec, match):
+    with pytest.raises((ValueError, TypeError), match=match) as info:
+        as_column("income", spec)
+    assert "'income'" in str(info.value)
+
+
+def test_schema_features_classes_and_checks():
+    schema = TableSchema(
+        {"age": (0, 100), "sex": ["F", "M"], "y": [0, 1]},
+        target="y",
+        classes=[0, 1],
+        sensitive="sex",
+    )
+    assert schema.features == ["age", "sex"]
+    assert schema.classes == (0, 1)
+    assert set(schema.domain()) == {"age", "sex", "y"}
+    schema.check_columns(["sex", "age", "other"])
+    with pytest.raises(ValueError, match="'age'"):
+        schema.check_columns(["sex"])
+    schema.check_labels(np.array([0, 1, 1]))
+    with pytest.raises(ValueError, match=r"\[2\]"):
+        schema.check_labels(np.array([0, 2]))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"columns": {}}, "non-empty"),
+        ({"columns": [("a", (0, 1))]}, "mapping"),
+        ({"columns": {"y": [0, 1]}, "target": "y"}, "no feature"),
+        ({"columns": {"a": (0, 1)}, "classes": "ab"}, "list of labels"),
+        ({"columns": {"a": (0, 1)}, "classes": [1]}, "two distinct"),
+        ({"columns": {"a": (0, 1)}, "sensitive": "a"}, "categorical"),
+    ],
+)
+def test_bad_schema(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        TableSchema(**kwargs)
