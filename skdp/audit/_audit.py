@@ -178,8 +178,7 @@ class AuditResult:
         except ImportError as exc:
             raise ImportError(
                 "AuditResult.plot needs matplotlib, which skdp does not install: "
-                'install the extra that has it, `pip install "skdp[docs]"`, or '
-                "matplotlib alone, `pip install matplotlib`."
+                '`pip install "skdp[plot]"`.'
             ) from exc
         if ax is None:
             _, ax = plt.subplots()
