@@ -17,8 +17,9 @@ tight alternatives, used where they apply and reported only when smaller:
   programme whose every step (shift reduction, contraction reduction) also
   holds for tradeoff functions, giving ``sqrt(2 K)``-GDP (Bok, Su,
   Altschuler 2024, "Shifted interpolation for differential privacy",
-  Theorems 4.1 and 4.4: the same chain with Gaussian tradeoff functions in
-  place of Rényi divergences). The worst position is taken for a public
+  Section 3, shifted interpolation for f-DP, applied to noisy cyclic
+  gradient descent in Section 4: the same chain with Gaussian tradeoff
+  functions in place of Rényi divergences). The worst position is taken for a public
   order; for a secret order the delta curves of the positions are averaged
   (the hockey-stick divergence is jointly convex).
 - **Poisson-subsampled Gaussian steps** (DP-SGD with Poisson batches),
