@@ -467,6 +467,7 @@ def fit_aim(
     neighbouring="replace-one",
     compress=False,
     ordered=None,
+    names=None,
 ):
     """Run the adaptive rounds under a zCDP budget ``rho``.
 
@@ -495,6 +496,8 @@ def fit_aim(
         Per column, how many of its first levels are ordered (numeric bins;
         0 for a categorical column); only shapes how merged levels are
         expanded. ``None``: no column is ordered.
+    names : sequence or None, default=None
+        Column names for the log (``None``: column indices).
 
     Returns
     -------
@@ -589,9 +592,9 @@ def fit_aim(
         # scores read the data and are never shown).
         logger.info(
             "round %d: measured %s%s (noisy L1 error before %.1f), model change "
-            "%.1f, budget left %.3g of %.3g",
+            "%.1f, zCDP budget (rho) left %.3g of %.3g",
             len(selected),
-            r,
+            tuple(r if names is None else (names[v] for v in r)),
             "" if groups is None else " coarsened",
             float(np.abs(y - before).sum()),
             change,
