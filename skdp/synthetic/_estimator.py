@@ -107,6 +107,15 @@ class DPSyntheticData(BaseEstimator):
     bins : int >= 1, default=32
         Number of equal-width bins of a numeric column without its own
         ``n_bins`` (integer columns use at most one bin per integer).
+    binning : {"adaptive", "fixed"}, default="adaptive"
+        ``"aim"`` only. ``"adaptive"``: after the 1-way measurements, the
+        model's levels of each numeric column are runs of adjacent public
+        bins cut at the quantiles of its noisy 1-way counts, about ``n /
+        (2 std)`` runs for ``n`` rows and noise std ``std`` (post-processing:
+        no extra budget; nearly empty tails join a run instead of taking
+        levels of their own); a bin is drawn within its run in proportion to
+        its smoothed noisy count. ``"fixed"``: every public bin is a level.
+        See Notes.
     missing : {"error", "category"}, default="error"
         Missing values (NaN/None) go to a missing level, sampled back as
         NaN/None, on the columns declared ``nullable=True`` whatever this
@@ -301,6 +310,7 @@ class DPSyntheticData(BaseEstimator):
         "workload": [StrOptions({"2-way", "3-way"}), list, tuple],
         "max_cells": [Interval(Integral, 1, None, closed="left")],
         "bins": [Interval(Integral, 1, None, closed="left")],
+        "binning": [StrOptions({"adaptive", "fixed"})],
         "missing": [StrOptions({"error", "category"})],
         "handle_unknown": [StrOptions({"error", "other"})],
         "infer_domain": [Interval(Real, 0, 1, closed="neither"), None],
@@ -321,6 +331,7 @@ class DPSyntheticData(BaseEstimator):
         workload="2-way",
         max_cells=200_000,
         bins=32,
+        binning="adaptive",
         missing="error",
         handle_unknown="error",
         infer_domain=None,
@@ -337,6 +348,7 @@ class DPSyntheticData(BaseEstimator):
         self.workload = workload
         self.max_cells = max_cells
         self.bins = bins
+        self.binning = binning
         self.missing = missing
         self.handle_unknown = handle_unknown
         self.infer_domain = infer_domain
@@ -442,6 +454,7 @@ class DPSyntheticData(BaseEstimator):
                         else bool(self.compress)
                     ),
                     names=keys,
+                    runs_numeric=self.binning == "adaptive",
                 )
         model, selected, events, spent, z, total = fitted
         if spent.epsilon > self.epsilon * (1 + 1e-9):
