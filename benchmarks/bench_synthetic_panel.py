@@ -16,8 +16,10 @@ one-hot bins, tested on the 25% part), CPU seconds of fit plus sampling
 
 Methods: ``skdp`` (defaults: replace-one), ``skdp-ar`` (add/remove, delta
 1e-5: AIM's relation), ``skdp-32`` (the former default binning, 32
-equal-width bins, replace-one), ``independent`` (noisy 1-way marginals on the
-8-bin scoring codes, Gaussian, replace-one, calibrated to the same target).
+equal-width bins as levels, replace-one), ``skdp-8`` (defaults but 8 public
+bins, the scoring bins that the incumbents get), ``independent`` (noisy
+1-way marginals on the 8-bin scoring codes, Gaussian, replace-one,
+calibrated to the same target).
 SmartNoise's AIM and MST run in their own venv through
 ``bench_synthetic_incumbents.py --table NAME``; pass their JSON lines with
 ``--incumbents FILE`` to print them beside.
@@ -46,7 +48,7 @@ DELTA = 1e-5
 SPLIT_SEED = 0
 SCORE_BINS = 8
 LABEL = "label"
-METHODS = ("skdp", "skdp-ar", "skdp-32", "independent")
+METHODS = ("skdp", "skdp-ar", "skdp-32", "skdp-8", "independent")
 
 
 def panel_tables(name):
@@ -136,6 +138,8 @@ def run_one(table, method, seed, epsilon=EPSILON):
         options = {"neighbouring": "add-remove"} if method == "skdp-ar" else {}
         if method == "skdp-32":
             options["binning"] = "fixed"
+        if method == "skdp-8":
+            options["bins"] = SCORE_BINS
         model = DPSyntheticData(
             epsilon=epsilon,
             delta=DELTA,

@@ -274,7 +274,7 @@ def test_synth_help_documents_the_declarations(capsys):
     with pytest.raises(SystemExit):
         main(["synth", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "nullable" in text and "bins" in text
+    assert "nullable" in text and "--bins" in text and "--binning" in text
 
 
 def test_verbose_names_columns_and_labels_the_budget(caplog):

@@ -135,6 +135,8 @@ def _run_synth(args):
         delta=args.delta,
         domain=domain,
         method=args.method,
+        bins=args.bins,
+        binning=args.binning,
         missing=args.missing,
         handle_unknown=args.handle_unknown,
         infer_domain=args.infer_domain,
@@ -207,6 +209,21 @@ def add_synth_parser(subparsers):
         choices=["aim", "tree"],
         default="aim",
         help="aim: adaptive rounds (default); tree: one tree of marginals, faster",
+    )
+    p.add_argument(
+        "--bins",
+        type=positive(int),
+        default=32,
+        help="public equal-width bins of a numeric column whose declaration "
+        "sets none (default 32)",
+    )
+    p.add_argument(
+        "--binning",
+        choices=["adaptive", "fixed"],
+        default="adaptive",
+        help="aim only: adaptive (default) groups each numeric column's bins "
+        "into runs cut at the quantiles of its noisy 1-way counts (no extra "
+        "budget); fixed keeps every bin as a level",
     )
     p.add_argument(
         "--infer-domain",
