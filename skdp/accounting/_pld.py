@@ -822,6 +822,19 @@ def _gdp_epsilon(gaussian_mu2, cyclic, delta):
     return gaussian_dp_epsilon(math.sqrt(mu2), delta)
 
 
+def _merged_steps(steps):
+    """Poisson steps of equal ``(rate, noise)`` merged, in a fixed order.
+
+    Composition is commutative, so the bound may depend only on the multiset
+    of steps; merging and sorting makes the lattice (and its rounding) the same
+    whatever order the events were listed in.
+    """
+    counts = {}
+    for q, z, n in steps:
+        counts[(q, z)] = counts.get((q, z), 0) + n
+    return [(q, z, n) for (q, z), n in sorted(counts.items())]
+
+
 def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
     """Tight epsilon of ``pairs`` at ``delta``, or None where it does not apply.
 
@@ -880,6 +893,7 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
             record_mu2 += n / event.noise_multiplier**2
         elif event.sampling_rate > 0.0 and n > 0:
             steps.append((event.sampling_rate, event.noise_multiplier, n))
+    steps = _merged_steps(steps)
     replace_one = neighbouring == "replace-one"
     if not steps:
         # Only Gaussian mechanisms: exact Gaussian DP. Replacing a record
