@@ -305,7 +305,5 @@ class RandomAllocationGaussianEvent:
         _check_positive("noise_multiplier", self.noise_multiplier)
         epochs = self.epochs
         if isinstance(epochs, bool) or int(epochs) != epochs or epochs < 0:
-            raise ValueError(
-                f"epochs must be a non-negative integer, got {epochs}."
-            )
+            raise ValueError(f"epochs must be a non-negative integer, got {epochs}.")
         object.__setattr__(self, "epochs", int(epochs))
