@@ -325,12 +325,17 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     delta = "n^-1.1" if args.incumbent_delta else None
+    shown = delta or (
+        "min(1e-5, n^-1.1), explicit"
+        if args.neighbouring == "add-remove"
+        else "default"
+    )
     epsilons = args.epsilons or ((0.1, 1.0) if args.quick else EPSILONS)
     seeds = args.seeds or (2 if args.quick else 5)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
 
     print(
-        f"seeds={seeds}; neighbouring={args.neighbouring}; delta={delta or 'default'}; "
+        f"seeds={seeds}; neighbouring={args.neighbouring}; delta={shown}; "
         f"defaults: {DPLogisticRegression().get_params()}\n"
     )
     results = {name: {} for name in args.configs}
