@@ -1,8 +1,10 @@
 """Searches over Pipelines, search objects and the private search wrappers."""
 
 import math
+import re
 import warnings
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -272,28 +274,21 @@ def test_compose_pairs_basic_and_advanced():
     assert eps < 1.0 and delta == 1e-5
 
 
-README_SNIPPET = """
-from skdp import DPLogisticRegression, TableSchema
-from skdp.datasets import ADULT_SCHEMA, load_adult
-from skdp.model_selection import PrivateGridSearchCV
-from skdp.pipeline import make_private_pipeline
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "model_selection.md"
 
-X, y = load_adult(split="train", return_X_y=True, as_frame=True)
-pipe = make_private_pipeline(TableSchema(ADULT_SCHEMA, classes=[0, 1]),
-                             DPLogisticRegression())
-search = PrivateGridSearchCV(pipe, {"dplogisticregression__epsilon": [0.5, 2.0]})
-search.fit(X, y)
-print(search.privacy_spent_)  # the whole search, not best_estimator_'s refit
-"""
+
+def _guide_snippet():
+    """The guide's DataFrame -> private Pipeline -> search snippet (the README's)."""
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.S)
+    return blocks[0]
 
 
 def test_readme_snippet_runs_in_under_ten_lines():
     pytest.importorskip("pandas")
     from skdp.datasets import load_adult
 
-    code = [line for line in README_SNIPPET.splitlines() if line.strip()]
-    body = [line for line in code if not line.startswith(("from ", "import "))]
-    assert len(body) < 10
+    snippet = _guide_snippet()
+    assert len([line for line in snippet.splitlines() if line.strip()]) < 10
     # The same code, on a subsample to keep the test fast.
     full = load_adult(split="train", return_X_y=True, as_frame=True)
 
@@ -302,11 +297,12 @@ def test_readme_snippet_runs_in_under_ten_lines():
         return X.iloc[:2000], y[:2000]
 
     namespace = {"load_adult": small}
-    snippet = README_SNIPPET.replace(
+    small_snippet = snippet.replace(
         "from skdp.datasets import ADULT_SCHEMA, load_adult",
         "from skdp.datasets import ADULT_SCHEMA",
     )
-    exec(compile(snippet, "README", "exec"), namespace)  # noqa: S102
+    assert small_snippet != snippet
+    exec(compile(small_snippet, str(GUIDE), "exec"), namespace)  # noqa: S102
     search = namespace["search"]
     assert search.privacy_spent_.epsilon > search.best_estimator_.privacy_spent_.epsilon
     assert search.best_estimator_.score(*small()) > 0.7
