@@ -221,6 +221,32 @@ def test_private_search_bad_input_changes_nothing():
     assert search.best_estimator_ is state["best_estimator_"]
 
 
+def test_private_search_checks_the_frame_before_any_fit():
+    pd = pytest.importorskip("pandas")
+    from skdp import TableSchema
+    from skdp.pipeline import make_private_pipeline
+
+    schema = TableSchema(
+        {"age": (17, 90), "sex": ["F", "M"], "y": [0, 1]}, target="y", classes=[0, 1]
+    )
+    pipe = make_private_pipeline(schema, DPLogisticRegression(**MODEL))
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"age": rng.integers(17, 91, 300), "sex": rng.choice(["F", "M"], 300)}
+    )
+    y = (frame["age"] > 40).astype(int).to_numpy()
+    grid = {"dplogisticregression__epsilon": [0.5, 1.0]}
+    search = PrivateGridSearchCV(pipe, grid, cv=3)
+    before = dict(search.__dict__)
+    with pytest.raises(ValueError, match="sex"):
+        search.fit(frame.drop(columns="sex"), y)
+    assert search.__dict__.keys() == before.keys()
+    search.fit(frame, y)
+    assert search.privacy_spent_ == search_privacy(
+        pipe, grid, n_samples=300, cv=KFold(3)
+    )
+
+
 def test_add_remove_fits_are_accounted_by_group_privacy():
     # DPLogisticRegression under add/remove reports a basic composition with
     # no Rényi curve: composing its fits on curves gives infinity. Each fit

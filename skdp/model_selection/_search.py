@@ -249,7 +249,7 @@ def _pair_total(by_size, memberships, n_samples, refit, delta):
     epsilon = max(e for e, _, _ in results)
     total_delta = max(d for _, d, _ in results)
     rules = sorted({rule for _, _, rule in results})
-    first = by_size[0][n_samples if refit else next(iter(by_size[0]))][0]
+    first = by_size[0][n_samples][0]
     return PrivacySpent(
         epsilon=float(epsilon),
         delta=float(total_delta),
