@@ -7,8 +7,10 @@ Grid search over epsilon: a privacy-utility curve
 any other parameter. Two things differ from a non-private search:
 
 * every fit of the search reads the data, so the search as a whole spends
-  more than any one model: :func:`skdp.model_selection.search_privacy` adds it
-  up from the public parameters alone, before anything is fitted;
+  more than any one model: :class:`~skdp.model_selection.PrivateGridSearchCV`
+  adds it up from the public parameters alone, before anything is fitted
+  (:func:`skdp.model_selection.search_privacy` gives the same number), and
+  reports it as ``privacy_spent_``, beside the refit's own spend;
 * choosing the winner by its validation score is a further release
   (Papernot and Steinke 2022), not covered by that total. Here the curve is
   only *drawn*: nothing is chosen on private data.
@@ -17,11 +19,11 @@ any other parameter. Two things differ from a non-private search:
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.model_selection import KFold
 
 from skdp import DPLogisticRegression
 from skdp.datasets import adult_design_matrix, load_adult
-from skdp.model_selection import search_privacy
+from skdp.model_selection import PrivateGridSearchCV, search_privacy
 
 # %%
 # Data: a slice of UCI Adult, encoded with its public schema
@@ -48,29 +50,35 @@ estimator = DPLogisticRegression(
     row_norm=row_norm, classes=[0, 1], epochs=10, random_state=0
 )
 param_grid = {"epsilon": epsilons}
-# Folds that do not depend on the data: with ``cv=3`` a classifier's search
-# would use StratifiedKFold, whose folds follow the private labels (one
-# changed label moves other rows between folds), which the total below does
-# not cover.
+# Folds that do not depend on the data: a plain GridSearchCV with ``cv=3``
+# would split a classifier's rows by StratifiedKFold, whose folds follow the
+# private labels (one changed label moves other rows between folds), which
+# no total covers. PrivateGridSearchCV reads ``cv=3`` as ``KFold(3)``; the
+# shuffled folds are given here explicitly.
 folds = KFold(3, shuffle=True, random_state=0)
-search = GridSearchCV(estimator, param_grid, cv=folds).fit(X, y)
+search = PrivateGridSearchCV(estimator, param_grid, cv=folds).fit(X, y)
 
 # %%
-# What the whole search spent, known before fitting: every candidate on every
-# fold plus the refit, composed on their Rényi curves.
-total = search_privacy(estimator, param_grid, n_samples=len(y), cv=folds)
+# What the whole search spent, known before fitting: a record sits in the
+# training sets of 2 of the 3 folds, so it is charged every candidate on
+# those 2 folds (14 fits) plus the refit, composed on their Rényi curves.
+# ``search_privacy`` computes the same total without fitting anything.
+total = search.privacy_spent_
+assert total == search_privacy(estimator, param_grid, n_samples=len(y), cv=folds)
 print(
-    f"one model at epsilon={search.best_params_['epsilon']}: "
+    f"the refit alone (epsilon={search.best_params_['epsilon']}): "
     f"{search.best_estimator_.privacy_spent_.epsilon:.3f}"
 )
 print(
-    f"the whole search (21 fits + refit): epsilon = {total.epsilon:.2f} "
-    f"at delta = {total.delta:.1e}"
+    f"the whole search (14 fits holding a record + the refit): "
+    f"epsilon = {total.epsilon:.2f} at delta = {total.delta:.1e}"
 )
 
 # %%
 # The curve: cross-validated accuracy of each epsilon, and the test accuracy
-# of one model per epsilon next to non-private logistic regression.
+# of one model per epsilon next to non-private logistic regression (seven
+# more fits on the training rows, each spending its own epsilon, outside the
+# search's total).
 cv_mean = search.cv_results_["mean_test_score"]
 cv_std = search.cv_results_["std_test_score"]
 test_scores = [

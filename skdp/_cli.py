@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import math
 import sys
 import warnings
 
@@ -41,7 +42,15 @@ def _add_account_parser(subparsers):
         "--sampling", choices=["cyclic", "shuffle", "poisson"], default="cyclic"
     )
     p.add_argument(
-        "--neighbouring", choices=["replace-one", "add-remove"], default="replace-one"
+        "--neighbouring",
+        choices=["replace-one", "add-remove"],
+        default="replace-one",
+        help=(
+            "add-remove with --target-epsilon: as DPLogisticRegression plans "
+            "and reports it (a noisy count of the rows, then the run planned "
+            "at a released count of --n); with --noise-multiplier: the run "
+            "alone at a count of --n"
+        ),
     )
     p.add_argument("--clip-norm", type=positive(float))
     p.add_argument("--learning-rate", type=positive(float))
@@ -120,9 +129,38 @@ def _account_events(args):
     return plan.events, notes
 
 
+def _add_remove_count():
+    """The estimator's count release under add/remove: share, ``(std, spend)``."""
+    from .linear_model._logistic import _COUNT_SHARE, _basic_composition, _count_release
+
+    return _COUNT_SHARE, _count_release, _basic_composition
+
+
 def _run_account(args):
     make_events, notes = _account_events(args)
-    if args.target_epsilon is not None:
+    count = scope = None
+    if args.target_epsilon is not None and args.neighbouring == "add-remove":
+        # As DPLogisticRegression(neighbouring="add-remove") plans and reports:
+        # a noisy count first (its share of epsilon and delta), the run planned
+        # from the released count (here --n), basic composition of the two.
+        share, count_release, basic_composition = _add_remove_count()
+        std, count = count_release(share * args.target_epsilon, share * args.delta)
+        training_epsilon = args.target_epsilon - count.epsilon
+        z, training = calibrate_noise_multiplier(
+            make_events,
+            training_epsilon,
+            args.delta - count.delta,
+            neighbouring=args.neighbouring,
+            accountant=args.accountant,
+        )
+        spent = basic_composition(count, training, training_epsilon, args.delta)
+        scope = (
+            f"add-remove, as DPLogisticRegression reports it: a Gaussian count of "
+            f"the rows (noise std {std:.4g}; epsilon {count.epsilon:.4g}, delta "
+            f"{count.delta:.3g}), then the run planned from the released count, "
+            "here --n; the two by basic composition"
+        )
+    elif args.target_epsilon is not None:
         z, spent = calibrate_noise_multiplier(
             make_events,
             args.target_epsilon,
@@ -138,16 +176,28 @@ def _run_account(args):
             neighbouring=args.neighbouring,
             accountant=args.accountant,
         )
+        if args.neighbouring == "add-remove":
+            scope = (
+                "add-remove: the run alone, planned at a count of --n rows. "
+                "DPLogisticRegression(neighbouring='add-remove') first releases "
+                "a noisy count of the rows, plans from it and needs a target "
+                "epsilon: --target-epsilon accounts both as it reports them"
+            )
+    has_order = spent.accountant == "rdp" and math.isfinite(spent.order)
     result = {
         "epsilon": spent.epsilon,
         "delta": spent.delta,
         "noise_multiplier": z,
-        "order": spent.order if spent.accountant == "rdp" else None,
+        "order": spent.order if has_order else None,
         "bound": spent.bound,
         "neighbouring": spent.neighbouring,
         "sampling": args.sampling,
         "accountant": spent.accountant,
+        "count_release": None
+        if count is None
+        else {"epsilon": count.epsilon, "delta": count.delta},
         "notes": notes,
+        "add_remove": scope,
     }
     if args.json:
         print(json.dumps(result))
@@ -156,11 +206,11 @@ def _run_account(args):
     print(f"delta            {spent.delta:.3g}")
     print(f"noise multiplier {z:.6g}")
     print(f"accountant       {spent.accountant}")
-    if spent.accountant == "rdp":
+    if has_order:
         print(f"Rényi order      {spent.order:g}")
     print(f"bound            {spent.bound}")
     print(f"neighbouring     {spent.neighbouring}")
-    for note in notes:
+    for note in [*notes, scope] if scope else notes:
         print(f"note: {note}")
     return 0
 

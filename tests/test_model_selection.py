@@ -75,15 +75,13 @@ def test_search_privacy_integer_cv_warns_for_classifiers():
     assert by_int.epsilon == by_kfold.epsilon
 
 
-def test_search_privacy_refuses_data_dependent_folds_and_add_remove():
+def test_search_privacy_refuses_data_dependent_folds():
+    # Add/remove candidates are accounted by group privacy now: see
+    # tests/test_model_selection_pipeline.py.
     grid = {"epsilon": [1.0]}
     est = DPLogisticRegression(batch_size=64, epochs=2, **BINARY)
     with pytest.raises(TypeError, match="StratifiedKFold"):
         search_privacy(est, grid, n_samples=500, cv=StratifiedKFold(5))
-    with pytest.raises(ValueError, match="replace-one"):
-        search_privacy(
-            est, {"neighbouring": ["add-remove"]}, n_samples=500, cv=KFold(5)
-        )
 
 
 def test_search_privacy_repeated_kfold_counts_every_fit():

@@ -1,6 +1,7 @@
 """Total privacy of a cross-validated grid search, known before any fit."""
 
 import itertools
+import math
 import numbers
 import warnings
 from collections import Counter
@@ -8,11 +9,21 @@ from dataclasses import replace
 
 import numpy as np
 from sklearn.base import clone, is_classifier
-from sklearn.model_selection import KFold, ParameterGrid, RepeatedKFold
+from sklearn.model_selection import (
+    GridSearchCV,
+    KFold,
+    ParameterGrid,
+    ParameterSampler,
+    RandomizedSearchCV,
+    RepeatedKFold,
+)
 
-from ..accounting import compose_spent
+from ..accounting import PrivacySpent, compose_spent
 from ..exceptions import PrivacyLeakWarning
+from ..pipeline import check_pipeline
 from ..utils._validation import default_delta
+from ._pairs import compose_pairs, replace_one_pair
+from ._plan import check_candidate, fit_spends, undeclared_classes
 
 __all__ = ["search_privacy"]
 
@@ -85,29 +96,198 @@ def _record_memberships(n_samples, fold_sizes):
     return options
 
 
-def _worst_class_count_spend(candidate, size):
-    """Spend of a fit whose class set is read from its training labels.
+def private_cv(cv):
+    """The folds a private search runs: ``None`` or ``k`` mean ``KFold(k)``.
 
-    The fit is binary or multiclass depending on the labels; the spend of a
-    logistic fit depends on the class count only through that (the
-    gradient bound and smoothness of the binary and softmax losses), so the
-    pointwise maximum of the Rényi curves planned for 2 and 3 classes bounds
-    either (events dropped: the tight accountants compose fixed events). An
-    estimator that refuses more than two classes is planned for two.
+    ``None`` is scikit-learn's default of 5 folds. Any splitter is returned
+    as it is (:func:`search_privacy` refuses those it does not account).
     """
-    binary = candidate.privacy_plan(size, 2)[1]
-    try:
-        multi = candidate.privacy_plan(size, 3)[1]
-    except ValueError:
-        return binary
-    worst = np.maximum(binary.rdp, multi.rdp)
-    return replace(binary, rdp=tuple(worst.tolist()), events=())
+    if cv is None:
+        return KFold(5)
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        return KFold(int(cv))
+    return cv
+
+
+def _as_grid(candidates):
+    """A list of candidate dicts as a grid that enumerates exactly them."""
+    return [{name: [value] for name, value in params.items()} for params in candidates]
+
+
+def _unpack_search(search, param_grid, cv, refit):
+    """``(estimator, grid, cv, refit)`` read from a search object.
+
+    ``GridSearchCV``: its ``param_grid``. ``RandomizedSearchCV``: the
+    ``n_iter`` candidates its integer ``random_state`` draws (the draw is
+    public and data-independent, so exactly those are accounted). skdp's
+    private searches run ``KFold(k)`` for an integer ``cv``.
+    """
+    if not isinstance(search, (GridSearchCV, RandomizedSearchCV)):
+        raise TypeError(
+            f"{type(search).__name__} is not accounted: pass a GridSearchCV, a "
+            "RandomizedSearchCV (or skdp's PrivateGridSearchCV, "
+            "PrivateRandomizedSearchCV), a Pipeline or a private estimator. "
+            "Successive-halving searches fit on subsets whose sizes follow the "
+            "scores."
+        )
+    given = [
+        name
+        for name, value in (("param_grid", param_grid), ("cv", cv), ("refit", refit))
+        if value is not None
+    ]
+    if given:
+        raise TypeError(
+            f"search_privacy got a {type(search).__name__} and {', '.join(given)}: "
+            "they are read from the search object; pass either the search alone "
+            "or its estimator with them."
+        )
+    if isinstance(search, GridSearchCV):
+        grid = search.param_grid
+    else:
+        state = search.random_state
+        if not isinstance(state, numbers.Integral) or isinstance(state, bool):
+            raise ValueError(
+                f"{type(search).__name__}(random_state={state!r}) draws its "
+                "candidates when it is fitted, so they are not known here: set "
+                "random_state to an int (PrivateRandomizedSearchCV.fit fixes "
+                "them before reading any data and reports their total)."
+            )
+        grid = _as_grid(
+            ParameterSampler(
+                search.param_distributions, search.n_iter, random_state=int(state)
+            )
+        )
+    cv = search.cv
+    if getattr(search, "_int_cv_is_kfold", False):
+        cv = private_cv(cv)
+    elif cv is None:
+        cv = 5
+    return search.estimator, grid, cv, bool(search.refit)
+
+
+def _warn_leaks(candidates):
+    """The leak warnings of :func:`skdp.pipeline.check_pipeline`, once each."""
+    seen = set()
+    for candidate in candidates:
+        findings = tuple(check_pipeline(candidate, warn=False))
+        if findings and findings not in seen:
+            seen.add(findings)
+            check_pipeline(candidate, warn=True)
+
+
+def _rdp_total(by_size, memberships, n_samples, refit, delta):
+    """The total when every fit keeps a Rényi curve under replace-one.
+
+    The fits of a record, and the refit, are composed adaptively on their
+    Rényi curves, or by the tight accountants when all keep their events.
+    """
+    delta = default_delta(n_samples) if delta is None else float(delta)
+    refit_parts = []
+    if refit:
+        refits = [spends[n_samples] for spends in by_size]
+        if len(refits) == 1:
+            # One candidate: its events stay, for the tight accountants.
+            refit_parts = [replace(s, bound="refit") for s in refits[0]]
+        else:
+            # Which candidate is refitted is not known in advance: charge the
+            # pointwise maximum of their (composed) curves.
+            worst = np.max([np.sum([s.rdp for s in r], axis=0) for r in refits], 0)
+            first = refits[0][0]
+            refit_parts = [
+                replace(first, rdp=tuple(worst.tolist()), events=(), bound="refit")
+            ]
+    totals = []
+    for fits in memberships:
+        spends = [
+            spend
+            for spends_of in by_size
+            for size, count in sorted(fits.items())
+            for _ in range(count)
+            for spend in spends_of[size]
+        ]
+        totals.append(compose_spent([*spends, *refit_parts], delta=delta))
+    worst = max(totals, key=lambda total: total.epsilon)
+    if len(totals) == 1:
+        return worst
+    # At another delta another record may be the worst: keep the pointwise
+    # maximum of the curves, and no events, for at_delta.
+    curve = np.max([total.rdp for total in totals], axis=0)
+    return replace(worst, rdp=tuple(curve.tolist()), events=())
+
+
+def _pair_total(by_size, memberships, n_samples, refit, delta):
+    """The total when some fit is known only by an ``(epsilon, delta)`` pair.
+
+    An add/remove fit (its spend holds for add/remove neighbours of its
+    training set; ``DPLogisticRegression`` under add/remove reports a basic
+    composition with no Rényi curve) counts as ``(2 e, (1 + e^e) d)`` for
+    replace-one (:func:`replace_one_pair`); a fit's DP steps add up (basic
+    composition); the refit counts as the largest candidate pair; a record's
+    fits compose by :func:`compose_pairs`. Reported for replace-one
+    neighbours, with an infinite Rényi curve and no events (no curve bounds
+    it), so that ``at_delta`` and ``compose_spent`` give infinity rather
+    than a number they cannot justify.
+    """
+
+    def pair(spends):
+        pairs = [replace_one_pair(s) for s in spends]
+        return math.fsum(e for e, _ in pairs), math.fsum(d for _, d in pairs)
+
+    refit_pairs = []
+    if refit:
+        refits = [pair(spends[n_samples]) for spends in by_size]
+        refit_pairs = [(max(e for e, _ in refits), max(d for _, d in refits))]
+    results = []
+    for fits in memberships:
+        pairs = [
+            pair(spends_of[size])
+            for spends_of in by_size
+            for size, count in sorted(fits.items())
+            for _ in range(count)
+        ]
+        results.append(compose_pairs([*pairs, *refit_pairs], delta))
+    epsilon = max(e for e, _, _ in results)
+    total_delta = max(d for _, d, _ in results)
+    rules = sorted({rule for _, _, rule in results})
+    first = by_size[0][n_samples][0]
+    return PrivacySpent(
+        epsilon=float(epsilon),
+        delta=float(total_delta),
+        accountant=first.accountant,
+        bound=(
+            "fits as (epsilon, delta) pairs, add/remove ones as replace-one by "
+            f"group privacy; {' / '.join(rules)}"
+        ),
+        neighbouring="replace-one",
+        order=math.nan,
+        orders=first.orders,
+        rdp=(math.inf,) * len(first.orders),
+    )
 
 
 def search_privacy(
-    estimator, param_grid, *, n_samples, cv=5, n_classes=None, refit=True, delta=None
+    estimator,
+    param_grid=None,
+    *,
+    n_samples,
+    cv=None,
+    n_classes=None,
+    refit=None,
+    delta=None,
 ):
-    """Privacy spent by ``GridSearchCV(estimator, param_grid, cv=cv)``'s fits.
+    """Privacy spent by the fits of a cross-validated grid search.
+
+    Accepts the search as users write it: ``search_privacy(pipe, grid, ...)``
+    with the grid exactly as for ``GridSearchCV(pipe, grid)`` (prefixed
+    names ``"step__param"``, nested steps, a list of grids, steps swapped
+    for other estimators), or the search object itself,
+    ``search_privacy(GridSearchCV(pipe, grid, cv=KFold(5)), n_samples=n)``,
+    whose estimator, grid (or drawn candidates), folds and refit are read.
+    Every DP step of each candidate Pipeline is composed, a
+    :class:`~skdp.preprocessing.DPStandardScaler` in front as well as the
+    model, and the Pipeline is checked for steps that read the private data
+    (:func:`skdp.pipeline.check_pipeline`, one
+    :class:`~skdp.exceptions.PrivacyLeakWarning` per step).
 
     The spend of one fit depends only on its parameters and its number of rows
     (public), never on the data, so the whole search can be accounted without
@@ -125,13 +305,20 @@ def search_privacy(
     over the sizes of the fold a record can be left out of (in each
     repetition): the largest over records, whatever the shuffle.
 
-    The total holds for replace-one neighbours (every candidate must use
-    ``neighbouring="replace-one"``: under add/remove the fold boundaries move
-    with the number of rows) and for folds that do not depend on the data:
-    pass the same ``KFold`` to the search (``GridSearchCV(..., cv=KFold(5))``).
-    An integer ``cv`` in ``GridSearchCV`` means ``StratifiedKFold`` for a
-    classifier, whose folds follow the private labels; this function then
-    warns, as it accounts ``KFold`` folds.
+    The total holds for replace-one neighbours, with ``n`` public, and for
+    folds that do not depend on the data: pass the same ``KFold`` to the
+    search (``GridSearchCV(..., cv=KFold(5))``). An integer ``cv`` in
+    ``GridSearchCV`` means ``StratifiedKFold`` for a classifier, whose folds
+    follow the private labels; this function then warns, as it accounts
+    ``KFold`` folds (skdp's :class:`PrivateGridSearchCV` runs ``KFold``).
+    A search cannot be accounted under add/remove (adding a row moves the
+    fold boundaries, so a training set changes by more than that row), but
+    candidates with ``neighbouring="add-remove"`` are accepted: a fit that is
+    ``(e, d)``-DP under add/remove is ``(2 e, (1 + e^e) d)``-DP under
+    replace-one (group privacy), and fits known only by such pairs
+    (``DPLogisticRegression`` under add/remove reports a basic composition
+    with no Rényi curve) are composed by basic or advanced composition,
+    whichever is smaller; see ``delta``.
 
     What this covers and what it does not. Covered: every model the search
     trains (the ``k`` fold models of each candidate and the refit), as if
@@ -148,64 +335,97 @@ def search_privacy(
 
     Parameters
     ----------
-    estimator : skdp estimator
-        Needs a ``privacy_plan(n_samples, n_classes)`` method (for a Pipeline,
-        pass its final step and prefix-free parameter names). A private
-        preprocessing step, such as :class:`skdp.preprocessing.DPStandardScaler`,
-        is refitted on every fold and for the refit too: its spends are not in
-        this total, add them (``k + 1`` fits of its epsilon for ``k`` folds,
-        or ``k`` charged per record by the argument above).
+    estimator : estimator, Pipeline or search object
+        A private skdp estimator (with a ``privacy_plan(n_samples,
+        n_classes)`` method), a Pipeline ending in one (its DP steps are
+        ``DPStandardScaler`` or have a ``privacy_plan``), or a
+        ``GridSearchCV`` / ``RandomizedSearchCV`` over either (then
+        ``param_grid``, ``cv`` and ``refit`` must not be given: they are read
+        from it; a randomized search needs an integer ``random_state``).
         A :class:`~skdp.fairness.DPSaddlePointClassifier` needs its ``groups``
         declared.
-    param_grid : dict or list of dicts
-        As for :class:`sklearn.model_selection.GridSearchCV`.
+    param_grid : dict, list of dicts or None, default=None
+        As for :class:`sklearn.model_selection.GridSearchCV`, with the
+        Pipeline's step prefixes. ``None`` with an estimator: the estimator
+        alone (one candidate).
     n_samples : int
         Rows passed to the search.
-    cv : int, KFold or RepeatedKFold, default=5
-        The search's folds. An integer ``k`` means ``KFold(k)``. Every other
-        splitter is refused: those whose folds depend on the labels or groups
-        (``StratifiedKFold``, ``GroupKFold``, ...), and the others, which are
-        not accounted here (``ShuffleSplit``, ...).
+    cv : int, KFold, RepeatedKFold or None, default=None
+        The search's folds. ``None`` means 5; an integer ``k`` means
+        ``KFold(k)``. Every other splitter is refused: those whose folds
+        depend on the labels or groups (``StratifiedKFold``, ``GroupKFold``,
+        ...), and the others, which are not accounted here
+        (``ShuffleSplit``, ...).
     n_classes : int or None, default=None
         ``None``: the estimator's declared ``classes``. Without them each
         fit reads its class set from its training labels, so the total is
         planned for the worst case, every fit binary or multiclass (the
         pointwise maximum of the two Rényi curves, composed by Rényi DP),
         and a :class:`~skdp.exceptions.PrivacyLeakWarning` says so.
-    refit : bool, default=True
+    refit : bool or None, default=None
         Whether the best candidate is refitted on all rows (counted as the
         most expensive candidate, since which one wins is not known before).
+        ``None``: ``True`` (or the search object's ``refit``).
     delta : float or None
-        Delta of the total; default ``min(1e-5, n ** -1.1)``.
+        Delta of the total. ``None``: ``min(1e-5, n ** -1.1)`` when every
+        fit keeps a Rényi curve; when some fit is known only by an
+        ``(epsilon, delta)`` pair, the sum of the fits' deltas (basic
+        composition). A larger ``delta`` than that sum lets advanced
+        composition spend the difference. A search object's own ``delta``
+        (skdp's private searches) is used when this is ``None``.
 
     Returns
     -------
     skdp.accounting.PrivacySpent
+        For replace-one neighbours. Always finite: a search whose total
+        cannot be bounded is refused.
+
+    Raises
+    ------
+    TypeError
+        If the estimator (or a DP step of the Pipeline) cannot be planned,
+        the folds are not accounted, or a search object comes with
+        ``param_grid``, ``cv`` or ``refit``.
+    ValueError
+        If the grid names a parameter the estimator does not have, has no
+        candidate, or the total is not finite.
+
+    Examples
+    --------
+    >>> from sklearn.model_selection import KFold
+    >>> from skdp import DPLogisticRegression, TableSchema
+    >>> from skdp.model_selection import search_privacy
+    >>> from skdp.pipeline import make_private_pipeline
+    >>> schema = TableSchema({"age": (17, 90), "y": [0, 1]}, target="y",
+    ...                      classes=[0, 1])
+    >>> pipe = make_private_pipeline(schema, DPLogisticRegression())
+    >>> grid = {"dplogisticregression__epsilon": [0.5, 1.0]}
+    >>> total = search_privacy(pipe, grid, n_samples=10_000, cv=KFold(5))
+    >>> 1.0 < total.epsilon < 4 * 0.5 + 4 * 1.0 + 1.0
+    True
     """
-    if not hasattr(estimator, "privacy_plan"):
-        raise TypeError(
-            f"{type(estimator).__name__} has no privacy_plan method; pass the "
-            "private estimator (the last step of a Pipeline)."
+    if isinstance(estimator, (GridSearchCV, RandomizedSearchCV)) or (
+        hasattr(estimator, "estimator") and hasattr(estimator, "cv")
+    ):
+        estimator, param_grid, cv, refit, own_delta = (
+            *_unpack_search(estimator, param_grid, cv, refit),
+            getattr(estimator, "delta", None),
         )
-    fold_sizes = _fold_sizes(int(n_samples), cv, estimator)
-    candidates = [
-        clone(estimator).set_params(**params) for params in ParameterGrid(param_grid)
-    ]
+        delta = own_delta if delta is None else delta
+    refit = True if refit is None else bool(refit)
+    cv = 5 if cv is None else cv
+    grid = {} if param_grid is None else param_grid
+    check_candidate(estimator)
+    n_samples = int(n_samples)
+    fold_sizes = _fold_sizes(n_samples, cv, estimator)
+    candidates = [clone(estimator).set_params(**p) for p in ParameterGrid(grid)]
     if not candidates:
         raise ValueError("param_grid has no candidate.")
     for candidate in candidates:
-        relation = candidate.get_params().get("neighbouring", "replace-one")
-        if relation != "replace-one":
-            raise ValueError(
-                f"search_privacy accounts replace-one neighbours only, got "
-                f"neighbouring={relation!r}: under add/remove the folds' "
-                "boundaries move with the number of rows, so a fold's training "
-                "set can change by more than the one record."
-            )
-    undeclared = n_classes is None and any(
-        candidate.get_params().get("classes", ()) is None for candidate in candidates
-    )
-    if undeclared:
+        check_candidate(candidate)
+    _warn_leaks([estimator, *candidates])
+    worst_classes = n_classes is None and any(map(undeclared_classes, candidates))
+    if worst_classes:
         warnings.warn(
             "search_privacy: the estimator's classes are not declared and "
             "n_classes is not given, so each fit reads its class set from its "
@@ -217,41 +437,22 @@ def search_privacy(
             PrivacyLeakWarning,
             stacklevel=2,
         )
-
-    def spend(candidate, size):
-        if undeclared and candidate.get_params().get("classes", ()) is None:
-            return _worst_class_count_spend(candidate, size)
-        return candidate.privacy_plan(size, n_classes)[1]
-
-    delta = default_delta(n_samples) if delta is None else float(delta)
-    refit_spend = None
-    if refit:
-        # Which candidate is refitted is not known in advance: charge the
-        # pointwise maximum of their curves.
-        # One candidate: its events stay, for the tight accountants.
-        refits = [spend(candidate, int(n_samples)) for candidate in candidates]
-        worst = np.max([s.rdp for s in refits], axis=0)
-        events = refits[0].events if len(refits) == 1 else ()
-        refit_spend = replace(refits[0], rdp=tuple(worst.tolist()), events=events)
-        refit_spend = replace(refit_spend.at_delta(delta), bound="refit")
-    memberships = _record_memberships(int(n_samples), fold_sizes)
-    sizes = sorted({size for fits in memberships for size in fits})
-    by_size = [{size: spend(c, size) for size in sizes} for c in candidates]
-    totals = []
-    for fits in memberships:
-        spends = [
-            spends_of[size]
-            for spends_of in by_size
-            for size, count in sorted(fits.items())
-            for _ in range(count)
-        ]
-        if refit_spend is not None:
-            spends.append(refit_spend)
-        totals.append(compose_spent(spends, delta=delta))
-    worst = max(totals, key=lambda total: total.epsilon)
-    if len(totals) == 1:
-        return worst
-    # At another delta another record may be the worst: keep the pointwise
-    # maximum of the curves, and no events, for at_delta.
-    curve = np.max([total.rdp for total in totals], axis=0)
-    return replace(worst, rdp=tuple(curve.tolist()), events=())
+    memberships = _record_memberships(n_samples, fold_sizes)
+    sizes = sorted({size for fits in memberships for size in fits} | {n_samples})
+    by_size = [
+        {size: fit_spends(c, size, n_classes, worst_classes) for size in sizes}
+        for c in candidates
+    ]
+    spends = [s for spends_of in by_size for fit in spends_of.values() for s in fit]
+    exact = all(
+        s.neighbouring == "replace-one" and np.all(np.isfinite(s.rdp)) for s in spends
+    )
+    combine = _rdp_total if exact else _pair_total
+    total = combine(by_size, memberships, n_samples, refit, delta)
+    if not math.isfinite(total.epsilon):
+        raise ValueError(
+            "The search's total epsilon is not finite (no Rényi order bounds "
+            "these fits at this delta): reduce the grid or the folds, or raise "
+            "the noise."
+        )
+    return total
