@@ -314,6 +314,8 @@ def test_readme_snippet_runs_in_under_ten_lines():
     from skdp.datasets import load_adult
 
     snippet = _guide_snippet()
+    readme = (GUIDE.parents[2] / "README.md").read_text()
+    assert f"```python\n{snippet}```" in readme
     assert len([line for line in snippet.splitlines() if line.strip()]) < 10
     # The same code, on a subsample to keep the test fast.
     full = load_adult(split="train", return_X_y=True, as_frame=True)
