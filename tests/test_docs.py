@@ -38,6 +38,7 @@ PUBLIC_MODULES = (
     "skdp.exceptions",
     "skdp.fairness",
     "skdp.model_selection",
+    "skdp.pipeline",
     "skdp.preprocessing",
     "skdp.schema",
     "skdp.synthetic",

@@ -53,7 +53,7 @@ def test_dp_standard_scaler_spend_and_accuracy():
     scaler = DPStandardScaler(bounds=(-10, 10), epsilon=1.0, random_state=0).fit(X)
     spent = scaler.privacy_spent_
     assert 0.97 <= spent.epsilon <= 1.0
-    events = [(GaussianEvent(scaler.noise_multiplier_), 2)]
+    events = [(GaussianEvent(scaler.noise_multiplier_), 1)]
     expected = account(events, spent.delta, accountant="pld")
     assert spent.epsilon == pytest.approx(expected.epsilon)
     # Exact Gaussian DP: less than the Rényi conversion of the same noise.

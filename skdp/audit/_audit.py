@@ -10,14 +10,45 @@ from scipy.stats import beta as beta_dist
 from scipy.stats import norm
 from sklearn.base import clone
 
+from ..pipeline import check_pipeline, privacy_spent
 from ._canaries import (
     check_groups_declared,
     linear_canary,
+    schema_canary,
+    schema_encoder_of,
     synthetic_canary,
     user_canary,
 )
 
-__all__ = ["AuditResult", "audit", "clopper_pearson", "epsilon_from_rates"]
+__all__ = ["AuditResult", "audit", "clopper_pearson", "epsilon_from_rates", "verdict"]
+
+CONSISTENT = "consistent with the claim"
+REFUTES = "refutes the claim"
+NO_CLAIM = "no claim to test"
+
+
+def verdict(epsilon_lower, epsilon_reported):
+    """What an audit's lower bound says about the reported epsilon.
+
+    Parameters
+    ----------
+    epsilon_lower : float
+        The audit's (1 - alpha)-confidence lower bound on epsilon.
+    epsilon_reported : float
+        The epsilon the estimator claims (NaN if none).
+
+    Returns
+    -------
+    str
+        ``"refutes the claim"`` if the lower bound exceeds the claim (the
+        claim is false, at the audit's confidence), ``"consistent with the
+        claim"`` otherwise (never a proof), ``"no claim to test"`` without a
+        reported epsilon.
+    """
+    if math.isnan(epsilon_reported):
+        return NO_CLAIM
+    return REFUTES if epsilon_lower > epsilon_reported else CONSISTENT
+
 
 # Floor on the fitted spread of the scores without the canary, relative to
 # the pooled spread (keeps the normal tail defined for constant scores).
@@ -79,9 +110,30 @@ class AuditResult:
     tpr_lower: float = 0.0
     fpr_upper: float = 1.0
 
+    @property
+    def verdict(self):
+        """``"consistent with the claim"`` or ``"refutes the claim"``.
+
+        ``"refutes the claim"`` when ``epsilon_lower > epsilon_reported``: at
+        confidence ``1 - alpha`` the estimator is not as private as it says.
+        ``"consistent with the claim"`` otherwise: the attack found no
+        contradiction, which never proves the claim. ``"no claim to test"``
+        when the estimator reports no epsilon.
+        """
+        return verdict(self.epsilon_lower, self.epsilon_reported)
+
+    def __str__(self):
+        return (
+            f"Audit {self.verdict}: epsilon >= {self.epsilon_lower:.3g} with "
+            f"{1 - self.alpha:.0%} confidence (delta={self.delta:.3g}); the "
+            f"estimator reports epsilon = {self.epsilon_reported:.3g}. "
+            f"{self.n_trials} fits; test TPR {self.tpr:.3f}, FPR {self.fpr:.3f}."
+        )
+
     def __repr__(self):
         return (
-            f"AuditResult(epsilon_lower={self.epsilon_lower:.4g}, "
+            f"AuditResult(verdict={self.verdict!r}, "
+            f"epsilon_lower={self.epsilon_lower:.4g}, "
             f"epsilon_reported={self.epsilon_reported:.4g}, "
             f"delta={self.delta:.3g}, tpr={self.tpr:.3g}, fpr={self.fpr:.3g}, "
             f"n_trials={self.n_trials}, alpha={self.alpha:g})"
@@ -90,6 +142,7 @@ class AuditResult:
     def to_dict(self):
         """A JSON-ready dict of the summary (without the scores)."""
         return {
+            "verdict": self.verdict,
             "epsilon_lower": self.epsilon_lower,
             "epsilon_reported": self.epsilon_reported,
             "delta": self.delta,
@@ -124,8 +177,8 @@ class AuditResult:
             import matplotlib.pyplot as plt
         except ImportError as exc:
             raise ImportError(
-                "AuditResult.plot needs matplotlib; install it with "
-                "`pip install matplotlib`."
+                "AuditResult.plot needs matplotlib, which skdp does not install: "
+                '`pip install "skdp[plot]"`.'
             ) from exc
         if ax is None:
             _, ax = plt.subplots()
@@ -318,7 +371,7 @@ def _fit_and_score(estimator, X, y, seed, score, fit_params):
     else:
         est.fit(X, y, **fit_params)
     value = float(score(est))
-    spent = getattr(est, "privacy_spent_", None)
+    spent = privacy_spent(est)
     epsilon = math.nan if spent is None else float(spent.epsilon)
     delta = math.nan if spent is None else float(spent.delta)
     relation = getattr(spent, "neighbouring", None)
@@ -418,9 +471,19 @@ def audit(
         synthetic sample: the shares of sampled rows carrying its value in
         each column plus those carrying its values on each measured set of
         columns (``selected_``, else ``tree_``).
+        ``"auto"`` for a Pipeline whose first step is a
+        :class:`~skdp.preprocessing.SchemaEncoder` (``X`` a DataFrame with
+        the declared columns, or an array in the schema's order): the canary
+        is a row of the table itself, every numeric column at its declared
+        ``high`` and every categorical column at its category least frequent
+        among the other rows, labelled with the second class; its neighbour
+        has every numeric column at ``low`` and the most frequent categories.
+        The score is the Pipeline's decision function at the canary minus at
+        its neighbour.
         A tuple ``(x, y)``: ``D`` is ``(X, y)`` and ``D'`` has its last row
         replaced by ``(x, y)`` (``y=None`` for unsupervised estimators, which
-        then need ``score``).
+        then need ``score``); with a DataFrame ``X``, ``x`` is a dict, Series
+        or one-row frame of column -> value.
     n_trials : int, default=200
         Number of fits (at least 8), half on each data set.
     alpha : float, default=0.05
@@ -445,6 +508,13 @@ def audit(
     Returns
     -------
     AuditResult
+        Its ``verdict`` reads ``"refutes the claim"`` when ``epsilon_lower``
+        exceeds the reported epsilon, ``"consistent with the claim"``
+        otherwise. The reported epsilon of a Pipeline is every DP step's
+        spend composed (:func:`skdp.pipeline.privacy_spent`); a step known to
+        read the data before the private estimator gets a
+        :class:`~skdp.exceptions.PrivacyLeakWarning`
+        (:func:`skdp.pipeline.check_pipeline`).
 
     Notes
     -----
@@ -486,11 +556,14 @@ def audit(
     if score is not None and not callable(score):
         raise TypeError("score must be a callable taking a fitted estimator.")
     check_groups_declared(estimator, fit_params)
+    check_pipeline(estimator)
     if isinstance(canary, str):
         if canary != "auto":
             raise ValueError(f"canary must be 'auto' or (x, y), got {canary!r}.")
         if y is None and hasattr(estimator, "sample"):
             X_in, y_in, X_out, y_out, auto_score = synthetic_canary(estimator, X)
+        elif schema_encoder_of(estimator) is not None:
+            X_in, y_in, X_out, y_out, auto_score = schema_canary(estimator, X, y)
         else:
             X_in, y_in, X_out, y_out, auto_score = linear_canary(estimator, X, y)
     elif isinstance(canary, tuple) and len(canary) == 2:

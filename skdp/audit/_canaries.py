@@ -9,11 +9,18 @@ an evaluation tool, not a private release.
 from collections.abc import Mapping
 
 import numpy as np
+from sklearn.pipeline import Pipeline
+
+from ..preprocessing import SchemaEncoder
+from ..preprocessing._encoder import _as_schema
+from ..schema import Numeric
 
 __all__ = [
     "DEFAULT_SYNTHETIC_SAMPLES",
     "check_groups_declared",
     "linear_canary",
+    "schema_canary",
+    "schema_encoder_of",
     "synthetic_canary",
     "user_canary",
 ]
@@ -214,14 +221,58 @@ def synthetic_canary(estimator, X, n_synthetic=None):
     return X_in, None, X_out, None, score
 
 
+def _with_last_row(X, record):
+    """A copy of the frame ``X`` whose last row is ``record`` (a mapping)."""
+    out = X.copy()
+    position = len(out) - 1
+    for key, value in record.items():
+        column = out.columns.get_loc(key)
+        integral = isinstance(value, int | np.integer) or (
+            isinstance(value, float) and value.is_integer()
+        )
+        if out.dtypes.iloc[column].kind in "iu" and not integral:
+            out[key] = out[key].astype(float)  # a fractional canary value
+        out.iloc[position, column] = value
+    return out
+
+
+def _record(record, columns):
+    """A mapping column -> value from a dict, a Series or a one-row frame."""
+    if _is_frame(record):
+        if len(record) != 1:
+            raise ValueError("A canary frame must have exactly one row.")
+        record = record.iloc[0]
+    if hasattr(record, "to_dict"):
+        record = record.to_dict()
+    if not isinstance(record, Mapping):
+        raise ValueError(
+            "With a DataFrame, the canary record must be a dict, a Series or a "
+            "one-row DataFrame of column -> value."
+        )
+    unknown = [key for key in record if key not in set(columns)]
+    if unknown:
+        raise ValueError(f"The canary has columns {unknown!r} that X has not.")
+    return dict(record)
+
+
+def _signed_decision(est, row, classes, label):
+    out = np.asarray(est.decision_function(row))
+    k = int(np.searchsorted(classes, label))
+    if out.ndim == 1 or out.shape[1] == 1:
+        return out.ravel()[0] * (1.0 if k == classes.size - 1 else -1.0)
+    return out[0, k]
+
+
 def user_canary(X, y, canary, score):
     """Datasets for a user's canary ``(x, y)``: ``D`` is ``(X, y)``.
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    X : array-like of shape (n_samples, n_features) or DataFrame
     y : array-like of shape (n_samples,) or None
     canary : tuple (x, y_c)
+        With a DataFrame ``X``, ``x`` is a dict, a Series or a one-row frame
+        (column -> value; columns left out keep the last row's values).
     score : callable or None
         ``None`` (supervised only): the decision function at the canary,
         signed towards its label.
@@ -231,14 +282,19 @@ def user_canary(X, y, canary, score):
     X_in, y_in, X_out, y_out, score
     """
     x_c, y_c = canary
-    X = np.asarray(X, dtype=float)
-    x_c = np.asarray(x_c, dtype=float).ravel()
-    if X.ndim != 2 or x_c.size != X.shape[1]:
-        raise ValueError(
-            f"The canary has {x_c.size} features; X has {np.shape(X)[-1]}."
-        )
-    X_in = X.copy()
-    X_in[-1] = x_c
+    if _is_frame(X):
+        X_in = _with_last_row(X, _record(x_c, X.columns))
+        x_row = X_in.iloc[[-1]]
+    else:
+        X = np.asarray(X, dtype=float)
+        x_c = np.asarray(x_c, dtype=float).ravel()
+        if X.ndim != 2 or x_c.size != X.shape[1]:
+            raise ValueError(
+                f"The canary has {x_c.size} features; X has {np.shape(X)[-1]}."
+            )
+        X_in = X.copy()
+        X_in[-1] = x_c
+        x_row = x_c[None, :]
     y_in = None
     if y is not None:
         y_in = np.asarray(y).copy()
@@ -247,12 +303,102 @@ def user_canary(X, y, canary, score):
         if y is None:
             raise ValueError("With an unsupervised estimator, pass a score callable.")
         classes = np.unique(np.concatenate([np.asarray(y), np.asarray([y_c])]))
-        k = int(np.searchsorted(classes, y_c))
 
         def score(est):
-            out = np.asarray(est.decision_function(x_c[None, :]))
-            if out.ndim == 1 or out.shape[1] == 1:
-                return out.ravel()[0] * (1.0 if k == classes.size - 1 else -1.0)
-            return out[0, k]
+            return _signed_decision(est, x_row, classes, y_c)
 
     return X_in, y_in, X, (None if y is None else np.asarray(y)), score
+
+
+def schema_encoder_of(estimator):
+    """The :class:`~skdp.preprocessing.SchemaEncoder` a Pipeline starts with."""
+    if isinstance(estimator, Pipeline) and isinstance(
+        estimator.steps[0][1], SchemaEncoder
+    ):
+        return estimator.steps[0][1]
+    return None
+
+
+def schema_canary(estimator, X, y):
+    """A canary row of the table itself, built from the Pipeline's schema.
+
+    The canary takes every numeric column at its declared ``high`` and, in
+    every categorical column, the category least frequent among the other
+    rows; its neighbour takes ``low`` and the most frequent category. Both
+    are labelled with the second class. The encoded rows are as far apart as
+    the schema allows on numeric columns, and the canary's categories are the
+    ones the other rows move least.
+
+    Parameters
+    ----------
+    estimator : Pipeline
+        Its first step a :class:`~skdp.preprocessing.SchemaEncoder`; fitted
+        it has ``decision_function``.
+    X : DataFrame or array-like of shape (n_samples, n_features)
+        A DataFrame with the declared columns, or an array with them in the
+        schema's order.
+    y : array-like of shape (n_samples,)
+
+    Returns
+    -------
+    X_in, y_in, X_out, y_out
+        ``X`` with its last row replaced by the canary (in) or its neighbour
+        (out); the labels with the last one set to the second class.
+    score : callable
+        ``f(canary) - f(neighbour)`` for the fitted Pipeline's decision
+        function ``f`` (the second class's column for several classes): the
+        model's weights along the difference of the two encoded rows, which
+        the canary's gradient steps push up.
+    """
+    if y is None:
+        raise ValueError("canary='auto' on a schema Pipeline needs labels y.")
+    schema = _as_schema(schema_encoder_of(estimator).schema)
+    frame = _is_frame(X)
+    if frame:
+        schema.check_columns(list(X.columns))
+    else:
+        X = np.asarray(X) if hasattr(X, "dtype") else np.asarray(X, dtype=object)
+        X = X.astype(object)
+        if X.ndim != 2 or X.shape[1] != len(schema.features):
+            raise ValueError(
+                f"X has shape {X.shape}; the schema declares "
+                f"{len(schema.features)} features."
+            )
+    y = np.asarray(y)
+    if X.shape[0] < 2 or y.shape != (X.shape[0],):
+        raise ValueError("X needs at least two rows and one label per row.")
+    if schema.classes is not None:
+        classes = np.unique(np.asarray(schema.classes))
+    else:
+        classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError("canary='auto' needs at least two classes.")
+    canary, other = {}, {}
+    for position, name in enumerate(schema.features):
+        spec = schema.columns[name]
+        if isinstance(spec, Numeric):
+            canary[name], other[name] = spec.high, spec.low
+            continue
+        values = _column(X, name, position)[:-1]
+        counts = np.array([np.count_nonzero(values == c) for c in spec.categories])
+        canary[name] = spec.categories[int(np.argmin(counts))]
+        other[name] = spec.categories[int(np.argmax(counts))]
+    if frame:
+        X_in, X_out = _with_last_row(X, canary), _with_last_row(X, other)
+        row_in, row_out = X_in.iloc[[-1]], X_out.iloc[[-1]]
+    else:
+        X_in, X_out = X.copy(), X.copy()
+        X_in[-1] = [canary[name] for name in schema.features]
+        X_out[-1] = [other[name] for name in schema.features]
+        row_in, row_out = X_in[-1:], X_out[-1:]
+    labels = y.copy()
+    labels[-1] = classes[1]
+
+    def score(est):
+        f_in = np.asarray(est.decision_function(row_in))
+        f_out = np.asarray(est.decision_function(row_out))
+        if f_in.ndim == 2 and f_in.shape[1] > 1:
+            return float(f_in[0, 1] - f_out[0, 1])
+        return float(f_in.ravel()[0] - f_out.ravel()[0])
+
+    return X_in, labels, X_out, labels, score

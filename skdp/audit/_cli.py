@@ -183,6 +183,7 @@ def run_audit(args):
     print(f"rows              {rows} of vendored Adult")
     print(f"trials            {result.n_trials}")
     confidence = f"{1 - result.alpha:.0%} confidence"
+    print(f"verdict           {result.verdict}")
     print(f"epsilon_lower     {result.epsilon_lower:.4g}  ({confidence})")
     print(f"epsilon_reported  {result.epsilon_reported:.4g}")
     print(f"delta             {result.delta:.3g}")

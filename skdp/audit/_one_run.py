@@ -22,7 +22,13 @@ import numpy as np
 from scipy.stats import binom
 from sklearn.base import clone
 
-from ._audit import _generator, check_reported_relation, relation_of, seed_every_step
+from ._audit import (
+    _generator,
+    check_reported_relation,
+    relation_of,
+    seed_every_step,
+    verdict,
+)
 from ._canaries import check_groups_declared
 
 __all__ = [
@@ -81,9 +87,27 @@ class OneRunAuditResult:
     scores: np.ndarray
     bits: np.ndarray
 
+    @property
+    def verdict(self):
+        """``"consistent with the claim"`` or ``"refutes the claim"``.
+
+        As for :attr:`AuditResult.verdict`.
+        """
+        return verdict(self.epsilon_lower, self.epsilon_reported)
+
+    def __str__(self):
+        return (
+            f"One-run audit {self.verdict}: epsilon >= {self.epsilon_lower:.3g} "
+            f"with {1 - self.alpha:.0%} confidence (delta={self.delta:.3g}); the "
+            f"estimator reports epsilon = {self.epsilon_reported:.3g}. "
+            f"{self.correct_guesses} of {self.k_guesses} guesses right "
+            f"({self.n_canaries} canaries)."
+        )
+
     def __repr__(self):
         return (
-            f"OneRunAuditResult(epsilon_lower={self.epsilon_lower:.4g}, "
+            f"OneRunAuditResult(verdict={self.verdict!r}, "
+            f"epsilon_lower={self.epsilon_lower:.4g}, "
             f"epsilon_reported={self.epsilon_reported:.4g}, "
             f"delta={self.delta:.3g}, correct={self.correct_guesses}/"
             f"{self.k_guesses}, n_canaries={self.n_canaries}, "
@@ -93,6 +117,7 @@ class OneRunAuditResult:
     def to_dict(self):
         """A JSON-ready dict of the summary (without the scores)."""
         return {
+            "verdict": self.verdict,
             "epsilon_lower": self.epsilon_lower,
             "epsilon_reported": self.epsilon_reported,
             "delta": self.delta,

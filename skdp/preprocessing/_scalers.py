@@ -92,11 +92,14 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Standardise with a mean and scale estimated under differential privacy.
 
-    Values are clipped to the declared bounds; the sums of ``x - lower`` and of
-    ``(x - lower)^2`` over the rows get Gaussian noise (replace-one L2
-    sensitivities ``||upper - lower||`` and ``||(upper - lower)^2||``), with one
-    noise multiplier calibrated so the pair spends at most ``(epsilon,
-    delta)``. The number of rows is public.
+    Values are clipped to the declared bounds. Each column is measured on its
+    own declared range: with ``u = (x - lower) / (upper - lower)`` in [0, 1],
+    the sums of ``u`` and of ``u^2`` over the rows, for every column, form one
+    vector released with Gaussian noise of the same standard deviation on
+    every entry, so each column's noise is proportional to its own width (a
+    0/1 column beside a 0-10000 one gets noise on the scale of 1, not of
+    10000). The noise multiplier is calibrated so that the release spends at
+    most ``(epsilon, delta)``. The number of rows is public.
 
     Parameters
     ----------
@@ -114,17 +117,30 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     lower_, upper_ : ndarray of shape (`n_features_in_`,)
         The declared bounds.
     noise_multiplier_ : float
+        Noise standard deviation over the release's L2 sensitivity
+        ``sqrt(2 n_features)``.
+    noise_std_ : ndarray of shape (2, `n_features_in_`)
+        Standard deviation of the noise on each column's sum of
+        ``x - lower`` (row 0) and of ``(x - lower)^2`` (row 1), in the
+        column's units: ``noise_multiplier_ * sqrt(2 n_features)`` times the
+        column's width (row 0) or squared width (row 1).
     privacy_spent_ : skdp.accounting.PrivacySpent
     n_features_in_ : int
 
     Notes
     -----
     **Privacy.** Unit: one row of ``X``; replace-one neighbours; public: the
-    bounds and ``n``. Accountant: two Gaussian mechanisms composed, converted
-    exactly by Gaussian DP (Dong, Roth, Su 2022), which needs about 8% less
-    noise than the Rényi conversion at ``delta = 1e-5``.
-    Compose this spend with the downstream estimator's
-    (:func:`skdp.accounting.compose_spent`) for the Pipeline's total.
+    bounds and ``n``. Sensitivity: replacing a row moves each column's pair
+    ``(sum u, sum u^2)`` by at most 1 in each entry (``u``, ``u^2`` in [0, 1]),
+    so the whole vector of ``2 n_features`` sums moves by at most
+    ``sqrt(2 n_features)`` in L2 norm. Budget split across columns: equal, in
+    units of each column's width (one Gaussian mechanism on the normalised
+    vector), which minimises the sum over columns of the variances of the
+    normalised means. Accountant: that one Gaussian mechanism, converted
+    exactly by Gaussian DP (Dong, Roth, Su 2022, Cor. 2.13). Compose this
+    spend with the downstream estimator's (:func:`skdp.accounting.compose_spent`,
+    or :class:`skdp.pipeline.PrivatePipeline`'s ``privacy_spent_``) for the
+    Pipeline's total.
     """
 
     _parameter_constraints = {
@@ -145,24 +161,26 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Estimate mean and scale privately."""
         X = validate_data(self, X)
         lower, upper = _check_bounds(self.bounds, X.shape[1])
-        n = X.shape[0]
+        n, d = X.shape
         delta = default_delta(n) if self.delta is None else self.delta
         z, spent = calibrate_noise_multiplier(
-            lambda z: [(GaussianEvent(z), 2)], self.epsilon, delta, accountant="pld"
+            lambda z: [(GaussianEvent(z), 1)], self.epsilon, delta, accountant="pld"
         )
         rng = check_random_state(self.random_state)
         width = upper - lower
-        shifted = np.clip(X, lower, upper) - lower
-        sens_first = float(np.linalg.norm(width))
-        sens_second = float(np.linalg.norm(width**2))
-        first = shifted.sum(axis=0) + rng.normal(0.0, z * sens_first, X.shape[1])
-        second = (shifted**2).sum(axis=0) + rng.normal(0.0, z * sens_second, X.shape[1])
-        mean = np.clip(first / n, 0.0, width)
-        var = np.clip(second / n - mean**2, 0.0, width**2 / 4.0)
+        # Each column on its own range: u in [0, 1], so (u, u^2) moves by at
+        # most 1 per entry when a row is replaced.
+        u = (np.clip(X, lower, upper) - lower) / width
+        noise_std = z * math.sqrt(2.0 * d)
+        first = u.sum(axis=0) + rng.normal(0.0, noise_std, d)
+        second = (u**2).sum(axis=0) + rng.normal(0.0, noise_std, d)
+        mean = np.clip(first / n, 0.0, 1.0)
+        var = np.clip(second / n - mean**2, 0.0, 0.25)
         # A noisy variance can vanish: floor the scale at 1% of the range.
-        self.scale_ = np.maximum(np.sqrt(var), 0.01 * width)
-        self.mean_ = mean + lower
+        self.scale_ = np.maximum(np.sqrt(var), 0.01) * width
+        self.mean_ = mean * width + lower
         self.lower_, self.upper_ = lower, upper
+        self.noise_std_ = noise_std * np.vstack([width, width**2])
         self.noise_multiplier_ = z
         self.privacy_spent_ = spent
         return self

@@ -240,8 +240,9 @@ class TableSchema:
             return
         unknown = sorted(set(np.unique(np.asarray(y)).tolist()) - set(self.classes))
         if unknown:
+            column = "" if self.target is None else f" of column {self.target!r}"
             raise ValueError(
-                f"Labels {unknown!r} are not among the declared classes "
+                f"Labels {unknown!r}{column} are not among the declared classes "
                 f"{list(self.classes)!r}."
             )
 

@@ -1,0 +1,216 @@
+"""Find the preprocessing steps of a Pipeline that read the private data."""
+
+import warnings
+
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import FeatureUnion, Pipeline
+
+from ..exceptions import PrivacyLeakWarning
+
+__all__ = ["check_pipeline", "final_estimator", "is_private"]
+
+# Whole scikit-learn modules whose transformers are fitted on the data.
+_READING_MODULES = {
+    "sklearn.decomposition": "components fitted on the data",
+    "sklearn.cross_decomposition": "components fitted on the data",
+    "sklearn.feature_selection": "scores of the features on the data",
+    "sklearn.manifold": "an embedding fitted on the data",
+    "sklearn.cluster": "clusters fitted on the data",
+    "sklearn.neighbors": "the training rows",
+    "sklearn.discriminant_analysis": "class means and covariances",
+}
+
+
+def _categories_reason(step):
+    if isinstance(step.categories, str):
+        return "the set of categories present in the data"
+    if getattr(step, "min_frequency", None) is not None or (
+        getattr(step, "max_categories", None) is not None
+    ):
+        return "the frequency of each category (min_frequency, max_categories)"
+    return None
+
+
+def _imputer_reason(step):
+    if step.strategy == "constant" and step.keep_empty_features:
+        return None
+    if step.strategy == "constant":
+        return "which columns are entirely missing (keep_empty_features=False)"
+    return f"the {step.strategy} of each column"
+
+
+def _always(reason):
+    return lambda step: reason
+
+
+# scikit-learn class name -> reason(step) -> str or None (None: reads nothing).
+_REASONS = {
+    "StandardScaler": lambda s: (
+        "the mean and scale of each column" if s.with_mean or s.with_std else None
+    ),
+    "MinMaxScaler": _always("each column's minimum and maximum (one person's)"),
+    "MaxAbsScaler": _always("each column's largest absolute value"),
+    "RobustScaler": lambda s: (
+        "the median and quantiles of each column"
+        if s.with_centering or s.with_scaling
+        else None
+    ),
+    "QuantileTransformer": _always("the quantiles of each column"),
+    "PowerTransformer": _always("a transform fitted to each column"),
+    "KBinsDiscretizer": _always("bin edges from the data"),
+    "SplineTransformer": lambda s: (
+        "knots from the data's range or quantiles" if isinstance(s.knots, str) else None
+    ),
+    "OneHotEncoder": _categories_reason,
+    "OrdinalEncoder": _categories_reason,
+    "TargetEncoder": _always("the mean label of each category"),
+    "KernelCenterer": _always("the mean of the kernel matrix"),
+    "SimpleImputer": _imputer_reason,
+    "KNNImputer": _always("the training rows (it imputes from neighbours)"),
+    "IterativeImputer": _always("regressions fitted on the data"),
+    "MissingIndicator": lambda s: (
+        None if s.features == "all" else "which columns have missing values"
+    ),
+    "Nystroem": _always("training rows as its components"),
+    "CountVectorizer": lambda s: (
+        None if s.vocabulary is not None else "the vocabulary of the data"
+    ),
+    "TfidfVectorizer": _always("the document frequencies of the data"),
+    "TfidfTransformer": lambda s: (
+        "the document frequencies of the data" if s.use_idf else None
+    ),
+    "DictVectorizer": _always("the feature names present in the data"),
+}
+
+
+def leak_reason(step):
+    """What a preprocessing step reads from the data when fitted, or ``None``.
+
+    Parameters
+    ----------
+    step : estimator
+        One transformer (not a Pipeline, ColumnTransformer or FeatureUnion).
+
+    Returns
+    -------
+    str or None
+        ``None`` for steps known to read nothing but public parameters, for
+        skdp's own steps (free or accounted) and for unknown steps.
+    """
+    if type(step).__module__.split(".")[0] == "skdp":
+        return None
+    for cls in type(step).__mro__:
+        if cls.__module__.startswith("sklearn.") and cls.__name__ in _REASONS:
+            return _REASONS[cls.__name__](step)
+    module = type(step).__module__
+    for prefix, reason in _READING_MODULES.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return reason
+    return None
+
+
+def _leaves(est, path):
+    """``(path, step)`` for every leaf transformer, nested containers opened."""
+    if est is None or isinstance(est, str):
+        return
+    if isinstance(est, Pipeline):
+        for name, step in est.steps:
+            yield from _leaves(step, (*path, name))
+    elif isinstance(est, ColumnTransformer):
+        for name, step, _ in est.transformers:
+            yield from _leaves(step, (*path, name))
+        yield from _leaves(est.remainder, (*path, "remainder"))
+    elif isinstance(est, FeatureUnion):
+        for name, step in est.transformer_list:
+            yield from _leaves(step, (*path, name))
+    else:
+        yield path, est
+
+
+def final_estimator(est):
+    """The last step of ``est``, nested Pipelines opened; ``est`` otherwise."""
+    while isinstance(est, Pipeline):
+        est = est.steps[-1][1]
+    return est
+
+
+def is_private(est):
+    """Whether ``est`` is one of skdp's private estimators (it reports a spend)."""
+    return type(est).__module__.split(".")[0] == "skdp" and (
+        "epsilon" in est.get_params(deep=False)
+    )
+
+
+def check_pipeline(pipe, *, warn=True):
+    """Find the steps before a private estimator that read the private data.
+
+    A Pipeline is private only if every step that reads the data is: a
+    ``StandardScaler`` fitted on the rows before ``DPLogisticRegression``
+    releases their exact means through the model, and the model's
+    ``privacy_spent_`` does not cover it. This walks every step before the
+    final estimator (inside nested Pipelines, ColumnTransformers and
+    FeatureUnions) and names those known to read the data when fitted.
+
+    Known free: skdp's own steps (``SchemaEncoder``, ``BoundedScaler``; and
+    ``DPStandardScaler``, which reports its own spend), per-record maps
+    (``FunctionTransformer``, ``Normalizer``, ``Binarizer``,
+    ``PolynomialFeatures``, random projections), encoders with declared
+    categories, ``SimpleImputer(strategy="constant", keep_empty_features=True)``.
+    Known to read the data: scalers fitted on it (``StandardScaler``,
+    ``MinMaxScaler``, ``MaxAbsScaler``, ``RobustScaler``), quantile and power
+    transforms, ``KBinsDiscretizer``, encoders with ``categories="auto"`` or
+    frequency limits, ``TargetEncoder``, imputers fitted on the data,
+    decompositions (``PCA``...), feature selection, and the like. Steps of
+    other libraries are not judged.
+
+    Parameters
+    ----------
+    pipe : Pipeline or estimator
+        A Pipeline (or a search object, whose ``estimator`` is checked). Only
+        a Pipeline ending in a private skdp estimator is checked; anything
+        else gives an empty list.
+    warn : bool, default=True
+        Emit a :class:`~skdp.exceptions.PrivacyLeakWarning` per finding.
+
+    Returns
+    -------
+    list of (str, str)
+        ``(step, reason)``: the step's parameter path (``"ct__num"`` for the
+        transformer ``num`` of the step ``ct``) and what it reads.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skdp import DPLogisticRegression
+    >>> from skdp.pipeline import check_pipeline
+    >>> pipe = make_pipeline(StandardScaler(), DPLogisticRegression())
+    >>> check_pipeline(pipe, warn=False)
+    [('standardscaler', 'the mean and scale of each column')]
+    """
+    if not isinstance(pipe, Pipeline) and isinstance(
+        getattr(pipe, "estimator", None), Pipeline
+    ):
+        pipe = pipe.estimator
+    if not isinstance(pipe, Pipeline) or not is_private(final_estimator(pipe)):
+        return []
+    findings = []
+    for path, step in _leaves(pipe, ()):
+        if step is final_estimator(pipe):
+            continue
+        reason = leak_reason(step)
+        if reason is not None:
+            findings.append(("__".join(path), reason))
+    if warn:
+        model = type(final_estimator(pipe)).__name__
+        for path, reason in findings:
+            warnings.warn(
+                f"Pipeline step {path!r} ({reason}) is fitted on the private data "
+                f"before {model}: its privacy_spent_ does not cover that read. "
+                "Declare the public facts instead (skdp.preprocessing."
+                "SchemaEncoder, BoundedScaler, OneHotEncoder(categories=[...])) "
+                "or use a private step (DPStandardScaler).",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+    return findings

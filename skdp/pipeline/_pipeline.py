@@ -1,0 +1,299 @@
+"""A DataFrame in, a private model out: the schema drives the whole Pipeline."""
+
+import inspect
+
+import numpy as np
+from sklearn import get_config
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import FeatureUnion, Pipeline
+
+from ..accounting import compose_spent
+from ..preprocessing import SchemaEncoder
+from ..preprocessing._encoder import _as_schema, _is_frame
+from ._leaks import check_pipeline, final_estimator
+
+__all__ = ["PrivatePipeline", "make_private_pipeline", "privacy_spent"]
+
+
+def _default(est, name):
+    """The default of ``est``'s constructor parameter ``name``."""
+    return inspect.signature(type(est).__init__).parameters[name].default
+
+
+def _same_set(a, b):
+    return set(np.asarray(a).tolist()) == set(np.asarray(b).tolist())
+
+
+def _public_inputs(schema, encoder, est):
+    """``param -> (value, declared by the schema)`` for ``est``'s public inputs.
+
+    ``row_norm``: the encoder's bound; ``classes``: the schema's; ``groups``:
+    the categories of the sensitive column. Only those ``est`` has, and only
+    those the schema declares.
+    """
+    params = est.get_params(deep=False)
+    out = {}
+    if "row_norm" in params:
+        out["row_norm"] = encoder.row_norm_bound()
+    if "classes" in params and schema.classes is not None:
+        out["classes"] = list(schema.classes)
+    if "groups" in params and schema.sensitive is not None:
+        out["groups"] = list(schema.columns[schema.sensitive].categories)
+    return out
+
+
+def _conflict(name, param, value, declared):
+    return ValueError(
+        f"{name}: {param}={value!r} conflicts with the schema, which implies "
+        f"{param}={declared!r}. Leave {param} at its default to take the "
+        "schema's value, or change the schema."
+    )
+
+
+def _agrees(param, value, declared):
+    if param == "row_norm":
+        return np.isclose(float(value), declared, rtol=1e-12, atol=0.0)
+    return _same_set(value, declared)
+
+
+def make_private_pipeline(
+    schema, estimator, *, numeric="scale", handle_unknown="error"
+):
+    """A Pipeline from a raw table to a private model, driven by one schema.
+
+    The first step is a :class:`~skdp.preprocessing.SchemaEncoder` on
+    ``schema``; the second a clone of ``estimator`` whose public inputs come
+    from the same declaration: ``row_norm`` is the encoder's bound (the
+    largest norm an encoded row can have), ``classes`` the schema's classes
+    and, for an estimator with ``groups`` (``DPSaddlePointClassifier``), the
+    categories of the schema's sensitive column. Nothing is computed by hand
+    or read from the data.
+
+    Parameters
+    ----------
+    schema : TableSchema or mapping
+    estimator : estimator
+        A private skdp estimator (``DPLogisticRegression``,
+        ``DPSaddlePointClassifier``...). It is cloned; yours is not changed.
+        A parameter left at its default takes the schema's value; an
+        explicit value that differs from it is refused.
+    numeric, handle_unknown : str
+        Passed to the :class:`~skdp.preprocessing.SchemaEncoder`.
+
+    Returns
+    -------
+    PrivatePipeline
+        Steps ``"schemaencoder"`` and the estimator's lower-cased class name
+        (as :func:`sklearn.pipeline.make_pipeline` names them), so a grid
+        over ``dplogisticregression__epsilon`` works.
+
+    Raises
+    ------
+    ValueError
+        If an explicit ``row_norm``, ``classes`` or ``groups`` of
+        ``estimator`` conflicts with the schema.
+
+    Examples
+    --------
+    >>> from skdp import DPLogisticRegression, TableSchema
+    >>> from skdp.pipeline import make_private_pipeline
+    >>> schema = TableSchema({"age": (17, 90), "sex": ["F", "M"], "y": [0, 1]},
+    ...                      target="y", classes=[0, 1])
+    >>> pipe = make_private_pipeline(schema, DPLogisticRegression(epsilon=1.0))
+    >>> round(pipe[-1].row_norm, 4), pipe[-1].classes
+    (1.4142, [0, 1])
+    """
+    table = _as_schema(schema)
+    encoder = SchemaEncoder(schema, numeric=numeric, handle_unknown=handle_unknown)
+    est = clone(estimator)
+    name = type(est).__name__
+    updates = {}
+    current = est.get_params(deep=False)
+    for param, declared in _public_inputs(table, encoder, est).items():
+        value = current[param]
+        default = _default(est, param)
+        if value is None or (value is default or _is_default(value, default)):
+            updates[param] = declared
+        elif not _agrees(param, value, declared):
+            raise _conflict(name, param, value, declared)
+    est.set_params(**updates)
+    return PrivatePipeline([("schemaencoder", encoder), (name.lower(), est)])
+
+
+def _is_default(value, default):
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return False
+
+
+def _spends(est):
+    """Every fitted ``privacy_spent_`` in ``est``, nested steps opened."""
+    if isinstance(est, Pipeline):
+        for _, step in est.steps:
+            yield from _spends(step)
+    elif isinstance(est, ColumnTransformer):
+        for _, step, _ in getattr(est, "transformers_", ()):
+            yield from _spends(step)
+    elif isinstance(est, FeatureUnion):
+        for _, step in est.transformer_list:
+            yield from _spends(step)
+    elif not isinstance(est, str) and est is not None:
+        spent = getattr(est, "privacy_spent_", None)
+        if spent is not None:
+            yield spent
+
+
+def privacy_spent(estimator):
+    """The total spend of a fitted estimator or Pipeline, all its DP steps composed.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Fitted. Each step with a ``privacy_spent_`` (nested Pipelines,
+        ColumnTransformers and FeatureUnions opened) counts once.
+
+    Returns
+    -------
+    skdp.accounting.PrivacySpent or None
+        :func:`skdp.accounting.compose_spent` of the steps' spends (all fitted
+        on the same rows, so they compose); the only one if there is one;
+        ``None`` if no step reports a spend.
+
+    Raises
+    ------
+    ValueError
+        If the steps' spends cannot be composed (different neighbouring
+        relations or order grids).
+    """
+    spents = list(_spends(estimator))
+    if not spents:
+        return None
+    return spents[0] if len(spents) == 1 else compose_spent(spents)
+
+
+class PrivatePipeline(Pipeline):
+    """A scikit-learn Pipeline that checks its privacy before fitting.
+
+    Built by :func:`make_private_pipeline` (or by hand, like a Pipeline).
+    Before anything is fitted, ``fit``:
+
+    - warns (:class:`~skdp.exceptions.PrivacyLeakWarning`) for each step known
+      to read the private data before the private estimator
+      (:func:`check_pipeline`);
+    - when the first step is a :class:`~skdp.preprocessing.SchemaEncoder`:
+      checks that the frame has the declared columns and the labels are
+      declared classes, and that the next step's public inputs (``row_norm``
+      when it follows the encoder directly, ``classes``, ``groups``) agree
+      with the schema;
+    - passes the schema's sensitive column to the final step as
+      ``sensitive_features`` when its ``fit`` takes them and none were given.
+
+    A failed fit leaves every step as it was. Everything else is a plain
+    :class:`sklearn.pipeline.Pipeline`: it clones, and works inside
+    ``GridSearchCV`` and ``cross_val_score``.
+
+    Parameters
+    ----------
+    steps, transform_input, memory, verbose
+        As for :class:`sklearn.pipeline.Pipeline`.
+
+    Attributes
+    ----------
+    privacy_spent_ : skdp.accounting.PrivacySpent
+        Once fitted: every DP step's spend composed (:func:`privacy_spent`),
+        e.g. a ``DPStandardScaler``'s and the model's.
+    """
+
+    @property
+    def privacy_spent_(self):
+        """Every fitted DP step's ``privacy_spent_``, composed."""
+        spent = privacy_spent(self)
+        if spent is None:
+            raise AttributeError("privacy_spent_: no step of the pipeline is fitted.")
+        return spent
+
+    def _encoder(self):
+        first = self.steps[0][1]
+        return first if isinstance(first, SchemaEncoder) else None
+
+    def _check_public_inputs(self, X, y):
+        encoder = self._encoder()
+        if encoder is None:
+            return
+        encoder._validate_params()
+        schema = _as_schema(encoder.schema)
+        SchemaEncoder._check_layout(schema, X)
+        if y is not None:
+            schema.check_labels(y)
+        est = self.steps[1][1]
+        if est is None or isinstance(est, str):
+            return
+        name = self.steps[1][0]
+        current = est.get_params(deep=False)
+        for param, declared in _public_inputs(schema, encoder, est).items():
+            if param == "row_norm" and len(self.steps) != 2:
+                continue  # another step changes the rows' norms
+            value = current[param]
+            if param != "row_norm" and value is None:
+                continue  # the estimator warns that it reads them from y
+            if not _agrees(param, value, declared):
+                raise _conflict(f"step {name!r}", param, value, declared)
+
+    def _with_sensitive(self, X, params):
+        encoder = self._encoder()
+        final = final_estimator(self)
+        if encoder is None or final is None or isinstance(final, str):
+            return params
+        schema = _as_schema(encoder.schema)
+        if schema.sensitive is None:
+            return params
+        if "sensitive_features" not in inspect.signature(final.fit).parameters:
+            return params
+        routed = get_config().get("enable_metadata_routing", False)
+        key = (
+            "sensitive_features"
+            if routed
+            else f"{self.steps[-1][0]}__sensitive_features"
+        )
+        if key in params:
+            return params
+        if _is_frame(X):
+            groups = X[schema.sensitive].to_numpy()
+        else:
+            groups = np.asarray(X)[:, schema.features.index(schema.sensitive)]
+        return {**params, key: groups}
+
+    def fit(self, X, y=None, **params):
+        """Check the declaration and the steps, then fit as a Pipeline.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like
+        y : array-like or None
+        **params : dict
+            As for :meth:`sklearn.pipeline.Pipeline.fit`.
+
+        Returns
+        -------
+        self : PrivatePipeline
+        """
+        self._check_public_inputs(X, y)
+        check_pipeline(self)
+        params = self._with_sensitive(X, params)
+        steps = list(self.steps)
+        before = [
+            (step, dict(step.__dict__))
+            for _, step in steps
+            if step is not None and not isinstance(step, str)
+        ]
+        try:
+            super().fit(X, y, **params)
+        except BaseException:
+            self.steps = steps
+            for step, state in before:
+                step.__dict__.clear()
+                step.__dict__.update(state)
+            raise
+        return self

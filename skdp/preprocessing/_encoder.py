@@ -1,0 +1,381 @@
+"""SchemaEncoder: a table's design matrix from its public schema alone."""
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..schema import Categorical, Numeric, TableSchema
+from ..utils._sklearn import StrOptions, fit_context
+
+__all__ = ["SchemaEncoder"]
+
+# How many offending values an error message lists.
+_SHOWN_VALUES = 5
+
+
+def _is_frame(X):
+    return hasattr(X, "columns") and hasattr(X, "iloc")
+
+
+def _is_missing(value):
+    """``None``, a float NaN or a pandas missing marker (``NA``, ``NaT``)."""
+    if value is None:
+        return True
+    if isinstance(value, float | np.floating):
+        return bool(np.isnan(value))
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _as_schema(schema):
+    if isinstance(schema, TableSchema):
+        return schema
+    if isinstance(schema, Mapping):
+        return TableSchema(schema)
+    raise ValueError(
+        "schema must be declared: a TableSchema, or a mapping column -> "
+        "declaration, written from public knowledge, never from the data."
+    )
+
+
+def _bin_edges(spec):
+    """The public bin edges of a binned numeric column."""
+    if isinstance(spec.bins, tuple):
+        return np.asarray(spec.bins, dtype=float)
+    return np.linspace(spec.low, spec.high, int(spec.bins) + 1)
+
+
+def _numeric_values(name, column):
+    """A column as float, NaN where missing; error naming it if not numeric."""
+    try:
+        if hasattr(column, "to_numpy"):
+            return column.to_numpy(dtype=float, na_value=np.nan)
+        return np.asarray(column, dtype=float)
+    except (TypeError, ValueError):
+        pass
+    values = np.asarray(column, dtype=object)
+    out = np.empty(values.shape[0])
+    bad = []
+    for i, value in enumerate(values):
+        if _is_missing(value):
+            out[i] = np.nan
+            continue
+        try:
+            out[i] = float(value)
+        except (TypeError, ValueError):
+            out[i] = np.nan
+            bad.append(value)
+    if bad:
+        raise ValueError(
+            f"Column {name!r} is declared numeric but holds non-numeric values "
+            f"(e.g. {bad[:_SHOWN_VALUES]!r}); convert them or declare the column "
+            "categorical."
+        )
+    return out
+
+
+def _category_codes(column, categories):
+    """Index of each value in ``categories``; -1 if unknown, -2 if missing."""
+    index = {category: i for i, category in enumerate(categories)}
+    values = np.asarray(column, dtype=object)
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    if pd is not None:
+        inverse, uniques = pd.factorize(values, use_na_sentinel=True)
+        lookup = np.array(
+            [-2 if _is_missing(u) else index.get(u, -1) for u in uniques] + [-2],
+            dtype=np.intp,
+        )
+        return lookup[inverse]  # the sentinel -1 picks the trailing "missing"
+    return np.fromiter(
+        (-2 if _is_missing(v) else index.get(v, -1) for v in values),
+        dtype=np.intp,
+        count=values.shape[0],
+    )
+
+
+class SchemaEncoder(TransformerMixin, BaseEstimator):
+    """Encode a table into a design matrix from its declared schema alone.
+
+    Numeric columns are clipped to their declared ``(low, high)`` and mapped
+    linearly to [-1, 1] (or, with ``numeric="bins"``, one-hot on their
+    declared public bins); categorical columns are one-hot on their declared
+    categories, in the declared order. A nullable column gets one more output,
+    its missing indicator: a missing numeric value is encoded as 0 (the middle
+    of [-1, 1]) with the indicator at 1, a missing category as all zeros with
+    the indicator at 1. Nothing is read from the data but its column names.
+
+    Every declared column contributes at most 1 to the squared norm of an
+    output row, so rows have norm at most ``row_norm_ = sqrt(n_columns)``
+    whatever the input (values beyond the bounds, unknown categories under
+    every policy, missing values), a bound to give a private estimator as its
+    ``row_norm``.
+
+    Parameters
+    ----------
+    schema : TableSchema or mapping
+        The public declaration (a mapping is read as ``TableSchema(mapping)``).
+        Its ``features`` are encoded, in declaration order; the target and any
+        undeclared column of a DataFrame are ignored.
+    numeric : {"scale", "bins"}, default="scale"
+        ``"scale"``: every numeric column to [-1, 1] on its bounds.
+        ``"bins"``: columns declared with ``bins`` are one-hot on those public
+        bins (values beyond the bounds fall in the end bins); the others are
+        scaled.
+    handle_unknown : {"error", "ignore", "other"}, default="error"
+        A value of a categorical column that is not a declared category:
+        ``"error"`` raises a ``ValueError`` naming the column; ``"ignore"``
+        encodes it as all zeros; ``"other"`` adds one output per categorical
+        column, set to 1 for such values.
+
+    Attributes
+    ----------
+    schema_ : TableSchema
+        The validated schema.
+    row_norm_ : float
+        Public bound on the L2 norm of every output row, ``sqrt(n_columns)``
+        (from the declaration only).
+    classes_ : ndarray or None
+        The schema's declared label classes.
+    n_features_in_ : int
+        Number of declared feature columns.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        The declared feature columns, in the order read from a 2-d array.
+
+    Notes
+    -----
+    **Privacy.** Free: a per-record map whose parameters are public; ``fit``
+    reads only the column names (a DataFrame) or the number of columns (an
+    array). Clipping and unknown categories are silent under the
+    non-``"error"`` policies (saying which rows were affected would be a
+    release); errors about the data (a missing value in a column not declared
+    nullable, an unknown category under ``"error"``) are for the data owner.
+
+    Examples
+    --------
+    >>> from skdp.preprocessing import SchemaEncoder
+    >>> from skdp.schema import TableSchema
+    >>> schema = TableSchema({"age": (17, 90), "sex": ["F", "M"]})
+    >>> enc = SchemaEncoder(schema).fit([[17, "F"]])
+    >>> enc.transform([[90, "M"], [17, "F"]])
+    array([[ 1.,  0.,  1.],
+           [-1.,  1.,  0.]])
+    >>> round(enc.row_norm_, 4)
+    1.4142
+    """
+
+    _parameter_constraints = {
+        "schema": [TableSchema, Mapping, None],
+        "numeric": [StrOptions({"scale", "bins"})],
+        "handle_unknown": [StrOptions({"error", "ignore", "other"})],
+    }
+
+    def __init__(self, schema=None, *, numeric="scale", handle_unknown="error"):
+        self.schema = schema
+        self.numeric = numeric
+        self.handle_unknown = handle_unknown
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        tags.requires_fit = True
+        return tags
+
+    def _blocks(self, schema):
+        """``(name, spec, binned)`` for each feature, in declaration order."""
+        return [
+            (
+                name,
+                schema.columns[name],
+                isinstance(schema.columns[name], Numeric)
+                and self.numeric == "bins"
+                and schema.columns[name].bins is not None,
+            )
+            for name in schema.features
+        ]
+
+    def row_norm_bound(self):
+        """The public bound on output row norms, from the parameters alone.
+
+        Needs no fit and no data: ``sqrt(n_columns)``, each declared column
+        contributing at most 1 to the squared norm.
+
+        Returns
+        -------
+        float
+        """
+        self._validate_params()
+        return math.sqrt(len(_as_schema(self.schema).features))
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X=None, y=None):
+        """Check the declared columns are present; read no value.
+
+        Parameters
+        ----------
+        X : DataFrame, array-like of shape (n_samples, n_features) or None
+            A DataFrame must hold every declared feature (by name); an array
+            must have one column per feature, in declaration order. ``None``:
+            nothing to check.
+        y : ignored
+
+        Returns
+        -------
+        self : SchemaEncoder
+        """
+        schema = _as_schema(self.schema)
+        if X is not None:
+            self._check_layout(schema, X)
+        self.schema_ = schema
+        self.row_norm_ = math.sqrt(len(schema.features))
+        self.classes_ = None if schema.classes is None else np.asarray(schema.classes)
+        self.n_features_in_ = len(schema.features)
+        self.feature_names_in_ = np.asarray(schema.features, dtype=object)
+        return self
+
+    @staticmethod
+    def _check_layout(schema, X):
+        if _is_frame(X):
+            schema.check_columns(list(X.columns))
+            return
+        shape = np.shape(X)
+        if len(shape) != 2 or shape[1] != len(schema.features):
+            raise ValueError(
+                f"X has shape {shape}; the schema declares {len(schema.features)} "
+                f"features {schema.features!r}: pass a DataFrame with those "
+                "columns, or a 2-d array with them in that order."
+            )
+
+    def _columns(self, X):
+        """Yield each declared feature's values, by name or by position."""
+        schema = self.schema_
+        self._check_layout(schema, X)
+        if _is_frame(X):
+            return [X[name] for name in schema.features]
+        X = np.asarray(X) if hasattr(X, "dtype") else np.asarray(X, dtype=object)
+        return [X[:, j] for j in range(X.shape[1])]
+
+    def transform(self, X):
+        """Encode ``X`` by the schema.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features_out)
+            Rows of norm at most ``row_norm_``.
+
+        Raises
+        ------
+        ValueError
+            A declared column is absent; a column not declared nullable holds
+            a missing value; a numeric column holds text; a categorical
+            column holds an undeclared value under ``handle_unknown="error"``.
+            Each message names the column.
+        """
+        check_is_fitted(self)
+        columns = self._columns(X)
+        blocks = [
+            self._encode(name, spec, binned, column)
+            for (name, spec, binned), column in zip(
+                self._blocks(self.schema_), columns, strict=True
+            )
+        ]
+        n_rows = len(columns[0]) if columns else 0
+        if not blocks:
+            return np.zeros((n_rows, 0))
+        return np.hstack(blocks)
+
+    def _encode(self, name, spec, binned, column):
+        if isinstance(spec, Numeric):
+            values = _numeric_values(name, column)
+            missing = np.isnan(values)
+            self._check_missing(name, spec, missing)
+            low, high = float(spec.low), float(spec.high)
+            clipped = np.clip(np.where(missing, low, values), low, high)
+            if binned:
+                edges = _bin_edges(spec)
+                codes = np.searchsorted(edges[1:-1], clipped, side="right")
+                out = np.zeros((values.size, edges.size - 1))
+                out[np.arange(values.size), codes] = 1.0
+                out[missing] = 0.0
+            else:
+                out = (2.0 * (clipped - low) / (high - low) - 1.0)[:, None]
+                out[missing] = 0.0
+            return self._with_indicator(spec, out, missing)
+        codes = _category_codes(column, spec.categories)
+        missing = codes == -2
+        self._check_missing(name, spec, missing)
+        unknown = codes == -1
+        if self.handle_unknown == "error" and np.any(unknown):
+            values = np.asarray(column, dtype=object)[unknown]
+            shown = list(dict.fromkeys(values.tolist()))[:_SHOWN_VALUES]
+            raise ValueError(
+                f"Column {name!r} holds values that are not declared categories "
+                f"(e.g. {shown!r}); declare them in the schema, or use "
+                "handle_unknown='ignore' or 'other'."
+            )
+        width = len(spec.categories) + int(self.handle_unknown == "other")
+        out = np.zeros((codes.size, width))
+        known = codes >= 0
+        out[np.flatnonzero(known), codes[known]] = 1.0
+        if self.handle_unknown == "other":
+            out[unknown, -1] = 1.0
+        return self._with_indicator(spec, out, missing)
+
+    @staticmethod
+    def _check_missing(name, spec, missing):
+        if not spec.nullable and np.any(missing):
+            raise ValueError(
+                f"Column {name!r} has {int(np.sum(missing))} missing value(s) but "
+                "is not declared nullable: declare it with nullable=True, or "
+                "impute it with a public constant first."
+            )
+
+    @staticmethod
+    def _with_indicator(spec, out, missing):
+        if not spec.nullable:
+            return out
+        return np.hstack([out, missing[:, None].astype(float)])
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output columns.
+
+        Parameters
+        ----------
+        input_features : ignored
+            The names come from the schema.
+
+        Returns
+        -------
+        ndarray of str
+            ``name`` for a scaled numeric column, ``name_<category>`` per
+            category, ``name_[lo, hi)`` per bin, ``name_other`` and
+            ``name_missing`` for the unknown and missing outputs.
+        """
+        check_is_fitted(self)
+        names = []
+        for name, spec, binned in self._blocks(self.schema_):
+            if isinstance(spec, Categorical):
+                names += [f"{name}_{category}" for category in spec.categories]
+                if self.handle_unknown == "other":
+                    names.append(f"{name}_other")
+            elif binned:
+                edges = _bin_edges(spec)
+                names += [
+                    f"{name}_[{lo:g}, {hi:g})"
+                    for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+                ]
+            else:
+                names.append(str(name))
+            if spec.nullable:
+                names.append(f"{name}_missing")
+        return np.asarray(names, dtype=object)

@@ -1,0 +1,222 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+
+from skdp.datasets import ADULT_SCHEMA, load_adult
+from skdp.preprocessing import SchemaEncoder
+from skdp.schema import Categorical, Numeric, TableSchema
+
+pd = pytest.importorskip("pandas")
+
+UNKNOWN = "not-declared"
+
+
+@st.composite
+def numeric_specs(draw):
+    low = draw(st.floats(-1e6, 1e6, allow_nan=False))
+    width = draw(st.floats(1e-3, 1e6, allow_nan=False))
+    high = low + width
+    bins = draw(st.sampled_from([None, 1, 3, "edges"]))
+    if bins == "edges":
+        bins = (low, low + width / 3, high)
+    return Numeric(low, high, bins=bins, nullable=draw(st.booleans()))
+
+
+@st.composite
+def schemas(draw):
+    n = draw(st.integers(1, 5))
+    columns = {}
+    for j in range(n):
+        if draw(st.booleans()):
+            columns[f"c{j}"] = draw(numeric_specs())
+        else:
+            k = draw(st.integers(1, 4))
+            categories = tuple(f"v{i}" for i in range(k))
+            columns[f"c{j}"] = Categorical(categories, nullable=draw(st.booleans()))
+    return TableSchema(columns)
+
+
+def adversarial_value(draw, spec):
+    """Values at and beyond the bounds, unknown categories, missing values."""
+    if isinstance(spec, Numeric):
+        return draw(
+            st.sampled_from(
+                [
+                    spec.low,
+                    spec.high,
+                    spec.low - 1e12,
+                    spec.high + 1e12,
+                    math.inf,
+                    -math.inf,
+                    math.nan,
+                    (spec.low + spec.high) / 2,
+                ]
+            )
+            | st.floats(allow_nan=False)
+        )
+    return draw(st.sampled_from([*spec.categories, UNKNOWN, None, math.nan]))
+
+
+@st.composite
+def tables(draw):
+    schema = draw(schemas())
+    n_rows = draw(st.integers(1, 6))
+    rows = [
+        [adversarial_value(draw, schema.columns[name]) for name in schema.features]
+        for _ in range(n_rows)
+    ]
+    return schema, pd.DataFrame(rows, columns=schema.features, dtype=object)
+
+
+def _missing(value):
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+@pytest.mark.parametrize("numeric", ["scale", "bins"])
+@pytest.mark.parametrize("handle_unknown", ["error", "ignore", "other"])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=tables())
+def test_row_norm_bound_holds_on_adversarial_rows(data, numeric, handle_unknown):
+    schema, frame = data
+    encoder = SchemaEncoder(schema, numeric=numeric, handle_unknown=handle_unknown)
+    encoder.fit(frame)
+    assert encoder.row_norm_ == pytest.approx(math.sqrt(len(schema.features)))
+    assert encoder.row_norm_ == encoder.row_norm_bound()
+    # The first declared column whose values the encoder must refuse, if any.
+    refused = None
+    for name in schema.features:
+        spec = schema.columns[name]
+        values = frame[name].tolist()
+        if not spec.nullable and any(_missing(v) for v in values):
+            refused = name
+            break
+        if (
+            isinstance(spec, Categorical)
+            and handle_unknown == "error"
+            and any(not _missing(v) and v not in spec.categories for v in values)
+        ):
+            refused = name
+            break
+    if refused is not None:
+        with pytest.raises(ValueError, match=f"Column '{refused}'"):
+            encoder.transform(frame)
+        return
+    out = encoder.transform(frame)
+    assert out.shape == (len(frame), len(encoder.get_feature_names_out()))
+    assert np.all(np.isfinite(out))
+    assert np.all(np.linalg.norm(out, axis=1) <= encoder.row_norm_ * (1 + 1e-12))
+    # The same rows as a 2-d object array in the schema's order.
+    np.testing.assert_array_equal(encoder.transform(frame.to_numpy()), out)
+
+
+def test_encoding_of_each_kind():
+    schema = TableSchema(
+        {
+            "age": Numeric(0, 100, bins=[0, 20, 60, 100], nullable=True),
+            "sex": Categorical(["F", "M"], nullable=True),
+            "x": (-5.0, 5.0),
+            "y": [0, 1],
+        },
+        target="y",
+        classes=[0, 1],
+    )
+    frame = pd.DataFrame(
+        {
+            "y": [1, 0, 1, 0],
+            "x": [5.0, -50.0, 0.0, 2.5],
+            "sex": ["M", None, "F", "F"],
+            "age": [20.0, np.nan, 150.0, -3.0],
+        }
+    )
+    scaled = SchemaEncoder(schema).fit(frame)
+    np.testing.assert_array_equal(
+        scaled.transform(frame),
+        [
+            [-0.6, 0, 0, 1, 0, 1.0],
+            [0.0, 1, 0, 0, 1, -1.0],
+            [1.0, 0, 1, 0, 0, 0.0],
+            [-1.0, 0, 1, 0, 0, 0.5],
+        ],
+    )
+    assert scaled.get_feature_names_out().tolist() == [
+        "age",
+        "age_missing",
+        "sex_F",
+        "sex_M",
+        "sex_missing",
+        "x",
+    ]
+    assert scaled.classes_.tolist() == [0, 1]
+    assert scaled.row_norm_ == pytest.approx(math.sqrt(3))
+    binned = SchemaEncoder(schema, numeric="bins").fit(frame)
+    np.testing.assert_array_equal(
+        binned.transform(frame)[:, :4],
+        [[0, 1, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0], [1, 0, 0, 0]],
+    )
+    assert binned.get_feature_names_out()[:4].tolist() == [
+        "age_[0, 20)",
+        "age_[20, 60)",
+        "age_[60, 100)",
+        "age_missing",
+    ]
+
+
+def test_unknown_category_policies():
+    schema = TableSchema({"c": ["a", "b"]})
+    frame = pd.DataFrame({"c": ["a", "z", "b"]})
+    with pytest.raises(ValueError, match=r"Column 'c'.*\['z'\]"):
+        SchemaEncoder(schema).fit(frame).transform(frame)
+    ignore = SchemaEncoder(schema, handle_unknown="ignore").fit_transform(frame)
+    np.testing.assert_array_equal(ignore, [[1, 0], [0, 0], [0, 1]])
+    other = SchemaEncoder(schema, handle_unknown="other").fit(frame)
+    np.testing.assert_array_equal(
+        other.transform(frame), [[1, 0, 0], [0, 0, 1], [0, 1, 0]]
+    )
+    assert other.get_feature_names_out().tolist() == ["c_a", "c_b", "c_other"]
+
+
+def test_clear_errors_name_the_column():
+    schema = TableSchema({"age": (0, 100), "sex": ["F", "M"]})
+    encoder = SchemaEncoder(schema)
+    with pytest.raises(ValueError, match="'sex'"):
+        encoder.fit(pd.DataFrame({"age": [1]}))
+    assert not hasattr(encoder, "row_norm_")
+    with pytest.raises(ValueError, match="2 features"):
+        encoder.fit(np.zeros((3, 3)))
+    encoder.fit(pd.DataFrame({"age": [1], "sex": ["F"]}))
+    with pytest.raises(ValueError, match="Column 'age' has 1 missing.*nullable"):
+        encoder.transform(pd.DataFrame({"age": [np.nan], "sex": ["F"]}))
+    with pytest.raises(ValueError, match="Column 'sex' has 1 missing"):
+        encoder.transform(pd.DataFrame({"age": [3], "sex": [None]}))
+    with pytest.raises(ValueError, match="Column 'age' is declared numeric"):
+        encoder.transform(pd.DataFrame({"age": ["old"], "sex": ["F"]}))
+    with pytest.raises(ValueError, match="schema must be declared"):
+        SchemaEncoder().fit(np.zeros((2, 2)))
+
+
+def test_fit_reads_only_column_names():
+    schema = TableSchema(ADULT_SCHEMA)
+    X, _ = load_adult(return_X_y=True, as_frame=True)
+    encoder = SchemaEncoder(schema).fit(X.head(0))
+    full = SchemaEncoder(schema).fit(X)
+    sample = X.sample(500, random_state=0)
+    np.testing.assert_array_equal(encoder.transform(sample), full.transform(sample))
+    clone(encoder).fit(X.iloc[:, ::-1])  # column order of a frame does not matter
+    out = encoder.transform(sample)
+    assert out.shape == (500, len(encoder.get_feature_names_out()))
+    assert np.linalg.norm(out, axis=1).max() <= encoder.row_norm_
+
+
+def test_set_output_pandas():
+    schema = TableSchema({"age": (0, 100), "sex": ["F", "M"]})
+    frame = pd.DataFrame({"age": [10, 90], "sex": ["F", "M"]})
+    out = SchemaEncoder(schema).set_output(transform="pandas").fit_transform(frame)
+    assert list(out.columns) == ["age", "sex_F", "sex_M"]
