@@ -1,11 +1,12 @@
 """DPLogisticRegression on the panel of public tables (issue 20, items 2, 3, 5).
 
 Every table of :mod:`benchmarks.panel` is encoded from its public declaration
-alone (numeric columns clipped to their declared ``(low, high)`` and mapped to
-[-1, 1], categoricals one-hot on their declared categories, unknown values all
-zeros, a nullable column with one more output, its missing indicator), so every
-encoded row has norm at most ``sqrt(n_columns)``, the public bound the schema
-implies. Each table is split 75/25, stratified, by ``PanelTable.split(seed)``,
+alone by :class:`~skdp.preprocessing.SchemaEncoder` (numeric columns clipped to
+their declared ``(low, high)`` and mapped to [-1, 1], categoricals one-hot on
+their declared categories, unknown values all zeros, a nullable column with one
+more output, its missing indicator), so every encoded row has norm at most
+``row_norm_ = sqrt(n_columns)``, the public bound the schema implies. Each
+table is split 75/25, stratified, by ``PanelTable.split(seed)``,
 for several seeds, and every method below is fitted on the training part and
 scored on the test part (accuracy and log-loss, predicted probabilities
 floored at 1e-15 for the log):
@@ -74,6 +75,8 @@ from skdp._solvers._sgd import make_plan, run_logistic_sgd  # noqa: E402
 from skdp.accounting import calibrate_noise_multiplier  # noqa: E402
 from skdp.exceptions import PrivacyLeakWarning  # noqa: E402
 from skdp.linear_model import DPLogisticRegression  # noqa: E402
+from skdp.preprocessing import SchemaEncoder  # noqa: E402
+from skdp.schema import Categorical, Numeric, TableSchema  # noqa: E402
 
 EPSILONS = (0.3, 1.0, 4.0)
 RELATIONS = ("replace-one", "add-remove")
@@ -154,42 +157,33 @@ def config(name):
 # Encoding on public bounds
 
 
+def table_schema(table):
+    """The panel table's public declaration as a :class:`~skdp.schema.TableSchema`."""
+    columns = {}
+    for name, spec in table.columns.items():
+        nullable = name in table.nullable
+        if isinstance(spec, tuple):
+            columns[name] = Numeric(spec[0], spec[1], nullable=nullable)
+        else:
+            columns[name] = Categorical(tuple(spec), nullable=nullable)
+    return TableSchema(columns, classes=list(table.classes))
+
+
 def encode(table, frame):
     """Design matrix of ``frame`` from ``table``'s public declaration alone.
 
-    Numeric columns are clipped to their declared bounds and mapped to
-    [-1, 1]; categoricals one-hot on the declared categories (unknown values
-    all zeros); a nullable column gets a missing indicator (a missing numeric
-    value is 0, a missing category all zeros). Each declared column adds at
-    most 1 to a row's squared norm.
+    :class:`~skdp.preprocessing.SchemaEncoder` with unknown categories encoded
+    as all zeros (``handle_unknown="ignore"``).
 
     Returns
     -------
     X : ndarray of shape (n_rows, n_outputs)
     row_bound : float
-        ``sqrt(n_columns)``, the public bound on every row's norm.
+        The encoder's ``row_norm_``, ``sqrt(n_columns)``.
     """
-    blocks = []
-    for name, spec in table.columns.items():
-        column = frame[name]
-        missing = column.isna().to_numpy()
-        if isinstance(spec, tuple):
-            low, high = map(float, spec)
-            values = column.to_numpy(dtype=float, na_value=np.nan)
-            scaled = 2.0 * (np.clip(values, low, high) - low) / (high - low) - 1.0
-            blocks.append(np.where(missing, 0.0, scaled)[:, None])
-        else:
-            values = column.to_numpy(dtype=object)
-            onehot = np.zeros((len(values), len(spec)))
-            index = {category: j for j, category in enumerate(spec)}
-            for i, value in enumerate(values):
-                j = None if missing[i] else index.get(value)
-                if j is not None:
-                    onehot[i, j] = 1.0
-            blocks.append(onehot)
-        if name in table.nullable:
-            blocks.append(missing.astype(float)[:, None])
-    return np.hstack(blocks), math.sqrt(len(table.columns))
+    encoder = SchemaEncoder(table_schema(table), handle_unknown="ignore")
+    X = encoder.fit_transform(frame)
+    return np.asarray(X, dtype=float), float(encoder.row_norm_)
 
 
 # ---------------------------------------------------------------------------
