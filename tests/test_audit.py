@@ -11,6 +11,7 @@ import pytest
 from _broken import NoiseDividedBy100
 from sklearn.base import BaseEstimator
 
+from skdp._solvers import _sgd
 from skdp.audit import AuditResult, audit, clopper_pearson, epsilon_from_rates
 from skdp.audit._cli import add_audit_parser
 from skdp.linear_model import DPLogisticRegression
@@ -295,23 +296,47 @@ def test_add_remove_audit_removes_the_canary(data, relation):
 
 # Full-batch Poisson without intercept and a small clip: every step reads the
 # canary, whose absence moves its coefficient by the clip norm: a strong
-# add/remove attack on the Gaussian-DP accounted run.
+# add/remove attack on the Gaussian-DP accounted run. The plan reads a noisy
+# count of the rows, so the batch size is far above any count: every row is
+# in every step whatever the count.
 FULL_BATCH_ADD_REMOVE = {
     "batch_sampling": "poisson",
     "neighbouring": "add-remove",
-    "batch_size": N_ROWS,
+    "delta": 1e-5,
+    "batch_size": 10**9,
     "epochs": 1,
     "fit_intercept": False,
     "max_grad_norm": 0.25,
 }
 
 
-def test_add_remove_audit_catches_too_little_noise(data):
-    from _broken import NoiseDividedBy10
+class _ClaimsTenTimesTheNoise(DPLogisticRegression):
+    """Broken on purpose: its plan accounts ten times the noise it adds.
 
+    (A fixed noise multiplier, how ``NoiseDividedBy`` breaks a fit, is refused
+    under add/remove.)
+    """
+
+    def _plan(self, *args, **kwargs):
+        plan = super()._plan(*args, **kwargs)
+        fields = {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
+        return _TenTimesPlan(**fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class _TenTimesPlan(_sgd.SGDPlan):
+    def events(self, noise_multiplier):
+        return super().events(10.0 * noise_multiplier)
+
+    def cache_key(self):
+        # Not the honest plan's calibration.
+        return ("ten times the noise", *super().cache_key())
+
+
+def test_add_remove_audit_catches_too_little_noise(data):
     X, y = data
     broken = audit(
-        NoiseDividedBy10(epsilon=1.0, **FULL_BATCH_ADD_REMOVE),
+        _ClaimsTenTimesTheNoise(epsilon=1.0, **FULL_BATCH_ADD_REMOVE),
         X,
         y,
         n_trials=400,

@@ -89,7 +89,7 @@ def test_audit_catches_a_quarter_of_the_saddle_sensitivity_under_add_remove():
 def test_add_remove_audit_refuses_fit_params_that_are_not_per_row(weights):
     X, y = unit_rows(20, 3, seed=0)
     est = DPLogisticRegression(
-        epsilon=1.0, neighbouring="add-remove", classes=[0, 1], epochs=1
+        epsilon=1.0, neighbouring="add-remove", delta=1e-5, classes=[0, 1], epochs=1
     )
     bad = np.ones(X.shape[0] - 1) if weights == "length" else 1.0
     with pytest.raises(ValueError, match="cannot follow it"):

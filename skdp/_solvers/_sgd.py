@@ -840,17 +840,19 @@ def _take_rows(X, rows, buffer):
     return block if block.dtype == np.float64 else block.astype(float)
 
 
-def _batches(plan, rng, order):
+def _batches(plan, rng, order, n_rows):
     """Yield ``(step, rows)`` for every step: an index array or a slice.
 
     ``order`` is the secret permutation of a shuffled run whose data were not
     permuted up front (a memmap), else None: batches are then contiguous.
+    Poisson batches draw each of the ``n_rows`` rows at the plan's rate,
+    which under add/remove is set from a released count, not from
+    ``n_rows``.
     """
-    n = plan.n_samples
     if plan.sampling == "poisson":
-        q = plan.batch_sizes[0] / n
+        q = plan.batch_sizes[0] / plan.n_samples
         for step in range(plan.n_steps):
-            yield step, poisson_batch(n, q, rng)
+            yield step, poisson_batch(n_rows, q, rng)
         return
     bounds = np.concatenate([[0], np.cumsum(plan.batch_sizes)])
     for epoch in range(plan.epochs):
@@ -887,6 +889,9 @@ def run_logistic_sgd(
         Class index of each row (0/1 for binary); one-hot rows are built per
         batch, so memory stays proportional to the batch.
     plan : SGDPlan
+        Cyclic and shuffled plans are for ``n_samples`` rows. A Poisson plan
+        may be for another size (under add/remove, the released count): its
+        rate and steps are used as they are, on the rows of ``X``.
     noise_multiplier : float
     row_norm : float
         Rows (with the intercept column) are projected onto this ball.
@@ -903,6 +908,11 @@ def run_logistic_sgd(
     W : ndarray of shape (n_features + fit_intercept, n_outputs)
     events : list of privacy events
     """
+    if plan.sampling != "poisson" and plan.n_samples != X.shape[0]:
+        raise ValueError(
+            f"The plan is for {plan.n_samples} rows, X has {X.shape[0]}: cyclic "
+            "and shuffled batches need the plan of the data's size."
+        )
     binary = plan.n_classes == 2
     n_out = 1 if binary else plan.n_classes
     d = X.shape[1] + int(fit_intercept)
@@ -961,7 +971,7 @@ def run_logistic_sgd(
         "clip_norm": plan.clip_norm,
         "weights": None,
     }
-    for step, idx in _batches(plan, rng, order):
+    for step, idx in _batches(plan, rng, order, X.shape[0]):
         eta = rates[step]
         if isinstance(idx, slice):
             Xb = np.asarray(X[idx], dtype=float)

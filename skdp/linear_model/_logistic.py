@@ -14,12 +14,14 @@ from .._solvers._sgd import make_plan, run_logistic_sgd, temperature_sensitivity
 from ..accounting import (
     DEFAULT_ORDERS,
     GaussianEvent,
+    PrivacySpent,
     account,
     calibrate_noise_multiplier,
 )
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
     MAGNITUDE_LIMIT,
+    check_add_remove_delta,
     check_sample_weight,
     default_delta,
     enable_progress,
@@ -59,6 +61,10 @@ _DEFAULT_BATCH_SIZE = 256
 # log-loss from 0.440 to 0.325 at epsilon 1 (0.432 to 0.323 at 8) and leaves
 # accuracy and the other data sets' log-loss within noise (docs/benchmarks.md).
 _AUTO_CALIBRATION_SHARE = 0.1
+# Under add/remove n is private: a Gaussian count of the rows is released
+# first with this share of epsilon and of delta, and the plan is set from it
+# (docs/benchmarks.md, "Add/remove without reading n").
+_COUNT_SHARE = 0.02
 
 
 _CALIBRATION_CACHE = OrderedDict()
@@ -110,6 +116,62 @@ def _calibration_noise(epsilon, delta, neighbouring):
     return z * sensitivity
 
 
+@functools.lru_cache(maxsize=256)
+def _count_release(epsilon, delta):
+    """Noise std and spend of the add/remove count of rows at ``(epsilon, delta)``.
+
+    A Gaussian mechanism of sensitivity 1 (one row added or removed), its
+    noise the smallest that meets ``(epsilon, delta)`` by exact Gaussian DP
+    (bracketed on the wide order grid: the share is a small epsilon).
+    """
+    return calibrate_noise_multiplier(
+        lambda z: [GaussianEvent(z)],
+        epsilon,
+        delta,
+        neighbouring="add-remove",
+        orders=_WIDE_ORDERS,
+        accountant="pld",
+    )
+
+
+def _released_size(n_samples, std, rng):
+    """The size the plan reads under add/remove: the rounded noisy count, >= 1."""
+    return max(1, int(round(n_samples + rng.normal(0.0, std))))
+
+
+def _basic_composition(count, training, training_epsilon, delta):
+    """Spend of the count release followed by a run planned from its output.
+
+    The run's privacy events (sampling rate, steps, noise) are chosen from the
+    released count, so the tight accountants, which compose events fixed in
+    advance, do not apply across the two parts. Each part has fixed
+    parameters, though: the count is ``(count.epsilon, count.delta)``-DP and,
+    whatever count is released, the run is calibrated to be
+    ``(training_epsilon, delta - count.delta)``-DP. Basic composition holds for
+    mechanisms chosen adaptively within these fixed parameters (Dwork,
+    Rothblum and Vadhan 2010, "Boosting and differential privacy", k-fold
+    adaptive composition; Dwork and Roth 2014, Theorem 3.16 and Section
+    3.5.2), so the total is the sum of the two pairs. It is stated at the
+    run's target, which bounds the run's spend for every released count.
+
+    No Rényi curve is known to bound the whole (the run's curve changes with
+    the count): ``rdp`` is infinite and no events are kept, so
+    :meth:`~skdp.accounting.PrivacySpent.at_delta` and
+    :func:`~skdp.accounting.compose_spent` give infinity rather than a number
+    they cannot justify.
+    """
+    return PrivacySpent(
+        epsilon=float(count.epsilon + training_epsilon),
+        delta=float(delta),
+        accountant=training.accountant,
+        bound=f"gaussian count + {training.bound} (basic composition)",
+        neighbouring="add-remove",
+        order=math.nan,
+        orders=training.orders,
+        rdp=(math.inf,) * len(training.orders),
+    )
+
+
 def _encode_labels(y, classes, chunk=1 << 20):
     """Class index of each label in the smallest integer type, in chunks."""
     codes = np.empty(len(y), dtype=np.min_scalar_type(classes.size - 1))
@@ -136,7 +198,9 @@ class DPLogisticRegression(
     epsilon : float or None, default=1.0
         Target epsilon. ``None`` to fix ``noise_multiplier`` instead.
     delta : float or None, default=None
-        Target delta; ``None`` uses ``min(1e-5, n ** -1.1)``, well below ``1/n``.
+        Target delta; ``None`` uses ``min(1e-5, n ** -1.1)``, well below
+        ``1/n`` (replace-one only: under add/remove ``n`` is private, so set
+        delta yourself).
     noise_multiplier : float or None, default=None
         Used only when ``epsilon is None``: std of the noise added to the sum of
         clipped per-example gradients divided by the clip norm (DP-SGLD: the
@@ -219,7 +283,9 @@ class DPLogisticRegression(
         target epsilon, 0 with a fixed ``noise_multiplier``.
     fit_intercept : bool, default=True
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
-        ``"add-remove"`` only with Poisson batches.
+        ``"add-remove"`` only with Poisson batches, a target ``epsilon`` and
+        an explicit ``delta``: ``n`` is then private, and the plan is set
+        from a noisy count of the rows (see Notes).
     classes : array-like or None, default=None
         The public set of class labels (the model has an output for each,
         even one absent from ``y``; a label of ``y`` outside it is refused).
@@ -258,10 +324,26 @@ class DPLogisticRegression(
     -----
     **Privacy.** Unit of privacy: one row of ``(X, y)``. Neighbouring relation:
     replace-one by default (add/remove for Poisson batches on request). Public:
-    the number of rows, the classes (``classes``), ``row_norm`` and every parameter
-    (under add/remove the plan, sampling rate ``batch_size / n`` and number of
-    steps, is still set from the given ``n``, as Opacus does: the bound is for
-    that plan; see the limitations page).
+    the number of rows (replace-one only), the classes (``classes``),
+    ``row_norm`` and every parameter.
+    Under add/remove ``n`` is private. The fit first releases a count of the
+    rows with Gaussian noise (sensitivity 1) spending 2% of ``epsilon`` and
+    of ``delta`` (exact Gaussian DP), rounds it (at least 1), and sets the
+    whole plan from that released count instead of ``n``: the sampling rate
+    ``batch_size / count`` (each of the actual rows is drawn at that rate),
+    the number of steps, the "auto" step, clip and epochs, the tail average
+    and the noise, calibrated so that the training run (temperature release
+    included) is ``(epsilon - eps_count, delta - delta_count)``-DP for that
+    plan. Every released value other than the model is then a function of
+    the released count and public inputs. Since the training's privacy events
+    follow the released count, the two parts are composed by basic
+    composition of fixed ``(epsilon, delta)`` pairs, valid when the second
+    mechanism is chosen from the first's output (Dwork, Rothblum and Vadhan
+    2010): ``privacy_spent_`` reports the target ``(epsilon, delta)``, keeps
+    no events, and its Rényi curve is infinite (no curve is known to bound
+    the whole), so ``at_delta`` and ``compose_spent`` give infinity. A fixed
+    ``noise_multiplier`` has no bound valid for every count and is refused
+    under add/remove.
     Accountant: the smallest valid bound, named in ``privacy_spent_``.
     Cyclic and shuffled batches report the smaller of the Rényi-DP
     composition bound (valid for any loss) and the last-iterate bound by shifted
@@ -376,6 +458,15 @@ class DPLogisticRegression(
                 "neighbouring='add-remove' needs batch_sampling='poisson': with "
                 "cyclic batches, adding a record shifts every later batch."
             )
+        if self.neighbouring == "add-remove":
+            check_add_remove_delta(self.neighbouring, self.delta)
+            if self.epsilon is None:
+                raise ValueError(
+                    "neighbouring='add-remove' needs a target epsilon: the number "
+                    "of rows is private, so the plan is set from a noisy count, "
+                    "and only a target bounds the run whatever count is "
+                    "released (a fixed noise_multiplier does not); set epsilon."
+                )
         if self._calibration_share() > 0 and self.epsilon is None:
             raise ValueError(
                 "calibration_share needs a target epsilon to take its share of; "
@@ -389,6 +480,18 @@ class DPLogisticRegression(
 
     def _resolved_delta(self, n_samples):
         return default_delta(n_samples) if self.delta is None else self.delta
+
+    def _budget(self, delta):
+        """The training's target ``(epsilon, delta)`` and the count release.
+
+        Replace-one: the whole budget, no count (``n`` is public). Add/remove:
+        ``_COUNT_SHARE`` of epsilon and of delta to a Gaussian count of the
+        rows (``(noise std, spend)``), the rest to the training.
+        """
+        if self.neighbouring != "add-remove":
+            return self.epsilon, delta, None
+        std, count = _count_release(_COUNT_SHARE * self.epsilon, _COUNT_SHARE * delta)
+        return self.epsilon - count.epsilon, delta - count.delta, (std, count)
 
     def _plan(
         self, n_samples, n_classes, delta=None, noise_multiplier=None, n_params=None
@@ -435,7 +538,9 @@ class DPLogisticRegression(
 
         The spend depends only on the parameters and ``n`` (public), never on
         the data, so it can be known before fitting (and summed over a search,
-        see :func:`skdp.model_selection.search_privacy`).
+        see :func:`skdp.model_selection.search_privacy`). Under add/remove the
+        spend does not depend on ``n`` either, and the noise is that of a fit
+        whose released count of rows is ``n_samples``.
 
         Parameters
         ----------
@@ -459,8 +564,13 @@ class DPLogisticRegression(
         return z, spent, delta
 
     def _planned_run(self, n_samples, n_classes):
-        """The public plan of a run, its noise multiplier, spend and delta."""
+        """The public plan of a run, its noise multiplier, spend and delta.
+
+        ``n_samples`` is the size the plan reads: the number of rows under
+        replace-one, the released count under add/remove.
+        """
         delta = self._resolved_delta(n_samples)
+        epsilon, training_delta, count = self._budget(delta)
         plan = self._plan(n_samples, n_classes, delta)
         if self.epsilon is None:
             z = float(self.noise_multiplier)
@@ -471,7 +581,9 @@ class DPLogisticRegression(
                 accountant="pld",
             )
         else:
-            z, spent = _calibrate(plan, self.epsilon, delta, self.neighbouring)
+            z, spent = _calibrate(plan, epsilon, training_delta, self.neighbouring)
+        if count is not None:
+            spent = _basic_composition(count[1], spent, epsilon, delta)
         return plan, z, spent, delta
 
     @fit_context(prefer_skip_nested_validation=True)
@@ -498,13 +610,19 @@ class DPLogisticRegression(
         check_classification_targets(y)
         weights = check_sample_weight(sample_weight, X.shape[0])
         classes = resolve_classes(y, self.classes, "DPLogisticRegression")
-        plan, z, _, delta = self._planned_run(X.shape[0], classes.size)
+        rng = np.random.default_rng(
+            check_random_state(self.random_state).randint(2**31)
+        )
+        epsilon, training_delta, count = self._budget(self._resolved_delta(len(y)))
+        # Under add/remove n is private: the plan reads the released count.
+        size = X.shape[0] if count is None else _released_size(len(y), count[0], rng)
+        plan, z, _, delta = self._planned_run(size, classes.size)
         if plan.sampling == "poisson" and plan.solver == "dp-sgd":
             # The "auto" clip and step follow the calibrated noise; the events
             # (rate, steps, noise multiplier) do not depend on them.
             n_out = 1 if classes.size == 2 else classes.size
             tuned = self._plan(
-                X.shape[0],
+                size,
                 classes.size,
                 delta,
                 noise_multiplier=z,
@@ -514,9 +632,6 @@ class DPLogisticRegression(
                 raise RuntimeError("Internal error: the tuned plan changed the events.")
             plan = tuned
         codes = _encode_labels(y, classes)
-        rng = np.random.default_rng(
-            check_random_state(self.random_state).randint(2**31)
-        )
         with enable_progress(self.verbose):
             W, events = run_logistic_sgd(
                 X,
@@ -529,9 +644,13 @@ class DPLogisticRegression(
                 sample_weight=weights,
                 verbose=self.verbose,
             )
-        spent = account(events, delta, neighbouring=self.neighbouring, accountant="pld")
-        if spent.epsilon > (self.epsilon or math.inf) * (1 + 1e-9):
+        spent = account(
+            events, training_delta, neighbouring=self.neighbouring, accountant="pld"
+        )
+        if spent.epsilon > (epsilon or math.inf) * (1 + 1e-9):
             raise RuntimeError("Internal error: the run spent more than its target.")
+        if count is not None:
+            spent = _basic_composition(count[1], spent, epsilon, delta)
         if self.fit_intercept:
             self.coef_, self.intercept_ = W[:-1].T.copy(), W[-1].copy()
         else:

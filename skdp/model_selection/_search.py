@@ -1,7 +1,9 @@
 """Total privacy of a cross-validated grid search, known before any fit."""
 
+import itertools
 import numbers
 import warnings
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -15,8 +17,8 @@ from ..utils._validation import default_delta
 __all__ = ["search_privacy"]
 
 
-def _fold_train_sizes(n_samples, cv, estimator):
-    """Training-set sizes of the folds ``cv`` makes on ``n_samples`` rows.
+def _fold_sizes(n_samples, cv, estimator):
+    """Test-fold sizes of each repetition of the folds ``cv`` makes (sorted).
 
     Only splitters whose folds do not depend on the data are accounted:
     ``KFold`` (shuffled or not) and ``RepeatedKFold``, or an integer ``k`` for
@@ -49,7 +51,57 @@ def _fold_train_sizes(n_samples, cv, estimator):
             "others between folds, or are not accounted here)."
         )
     rows = np.zeros((n_samples, 1))  # only the number of rows is read
-    return [len(train) for train, _ in cv.split(rows)]
+    tests = [len(test) for _, test in cv.split(rows)]
+    repeats = cv.n_repeats if isinstance(cv, RepeatedKFold) else 1
+    k = len(tests) // repeats
+    return [sorted(tests[r * k : (r + 1) * k]) for r in range(repeats)]
+
+
+def _record_memberships(n_samples, fold_sizes):
+    """Every multiset of training-set sizes one record can be fitted in.
+
+    In each repetition a record is in the test fold of exactly one split and
+    in the training sets of the others. Which fold holds which record may be
+    secret (shuffled folds), but the fold sizes are public, so the record's
+    fits are known up to the size of the fold it is left out of: one option
+    per repetition for each distinct fold size. Returns a list of
+    ``Counter({training size: number of fits})``, one per distinct option.
+    """
+    # KFold and RepeatedKFold: every repetition has the same sorted sizes,
+    # so only how many times each size is left out matters.
+    sizes = fold_sizes[0]
+    if any(other != sizes for other in fold_sizes):
+        raise ValueError("Internal error: repetitions with different fold sizes.")
+    options = []
+    for left_out in itertools.combinations_with_replacement(
+        sorted(set(sizes)), len(fold_sizes)
+    ):
+        fits = Counter({n_samples - size: 0 for size in sizes})
+        for size in sizes:
+            fits[n_samples - size] += len(fold_sizes)
+        for size in left_out:
+            fits[n_samples - size] -= 1
+        options.append(+fits)
+    return options
+
+
+def _worst_class_count_spend(candidate, size):
+    """Spend of a fit whose class set is read from its training labels.
+
+    The fit is binary or multiclass depending on the labels; the spend of a
+    logistic fit depends on the class count only through that (the
+    gradient bound and smoothness of the binary and softmax losses), so the
+    pointwise maximum of the Rényi curves planned for 2 and 3 classes bounds
+    either (events dropped: the tight accountants compose fixed events). An
+    estimator that refuses more than two classes is planned for two.
+    """
+    binary = candidate.privacy_plan(size, 2)[1]
+    try:
+        multi = candidate.privacy_plan(size, 3)[1]
+    except ValueError:
+        return binary
+    worst = np.maximum(binary.rdp, multi.rdp)
+    return replace(binary, rdp=tuple(worst.tolist()), events=())
 
 
 def search_privacy(
@@ -59,11 +111,19 @@ def search_privacy(
 
     The spend of one fit depends only on its parameters and its number of rows
     (public), never on the data, so the whole search can be accounted without
-    fitting anything: every candidate on every fold, plus the refit on all
-    rows, composed on their Rényi curves (a record is in most folds' training
-    sets; composing all fits is a valid upper bound). With one candidate whose
-    fits keep their events (estimators that report Gaussian-DP or PLD bounds),
-    the events are composed by the same tight accountants instead.
+    fitting anything. Under replace-one, the fits that can tell two
+    neighbouring data sets apart are those whose training set holds the
+    record that differs; a fit on a training set without it runs on the same
+    rows either way and costs nothing. With ``KFold(k)`` a record is in the
+    test fold of one split and in the training sets of the ``k - 1`` others
+    (with ``RepeatedKFold``, ``k - 1`` per repetition), so each record is
+    charged every candidate on those ``k - 1`` folds, plus the refit on all
+    rows, composed (adaptively) on their Rényi curves, or by the tight
+    accountants when every fit keeps its events (one candidate, estimators
+    that report Gaussian-DP or PLD bounds). Folds of ``n`` rows need not be
+    of equal size and shuffled folds are secret, so the total is the largest
+    over the sizes of the fold a record can be left out of (in each
+    repetition): the largest over records, whatever the shuffle.
 
     The total holds for replace-one neighbours (every candidate must use
     ``neighbouring="replace-one"``: under add/remove the fold boundaries move
@@ -73,13 +133,18 @@ def search_privacy(
     classifier, whose folds follow the private labels; this function then
     warns, as it accounts ``KFold`` folds.
 
-    What this does not cover: choosing the best candidate by its score on
-    private validation folds, and the validation scores themselves, are
-    further releases of the data. Papernot and Steinke (2022, "Hyperparameter
-    tuning with Rényi differential privacy") bound the cost of selection when
-    the number of trials is randomised; skdp does not yet implement it. Treat
-    the returned epsilon as a lower bound on what a search that reports its
-    best validation score spends, and an upper bound on the training fits.
+    What this covers and what it does not. Covered: every model the search
+    trains (the ``k`` fold models of each candidate and the refit), as if
+    all were released, with the refit charged as the most expensive
+    candidate. Not covered: the validation scores (``cv_results_``), computed
+    without noise on the held-out fold, which holds exactly the rows whose
+    fits were not charged, and the choice of the best candidate from them,
+    which also decides which candidate is refitted. Papernot and Steinke
+    (2022, "Hyperparameter tuning with Rényi differential privacy") bound the
+    cost of selection when the number of trials is randomised; skdp does not
+    yet implement it. Treat the returned epsilon as the cost of the training
+    fits alone, not as a bound for a search that releases its scores or its
+    choice: that can cost more, by an amount this function does not bound.
 
     Parameters
     ----------
@@ -88,7 +153,8 @@ def search_privacy(
         pass its final step and prefix-free parameter names). A private
         preprocessing step, such as :class:`skdp.preprocessing.DPStandardScaler`,
         is refitted on every fold and for the refit too: its spends are not in
-        this total, add them (``k + 1`` fits of its epsilon for ``k`` folds).
+        this total, add them (``k + 1`` fits of its epsilon for ``k`` folds,
+        or ``k`` charged per record by the argument above).
         A :class:`~skdp.fairness.DPSaddlePointClassifier` needs its ``groups``
         declared.
     param_grid : dict or list of dicts
@@ -101,7 +167,11 @@ def search_privacy(
         (``StratifiedKFold``, ``GroupKFold``, ...), and the others, which are
         not accounted here (``ShuffleSplit``, ...).
     n_classes : int or None, default=None
-        ``None``: the estimator's declared ``classes``, or 2 without them.
+        ``None``: the estimator's declared ``classes``. Without them each
+        fit reads its class set from its training labels, so the total is
+        planned for the worst case, every fit binary or multiclass (the
+        pointwise maximum of the two Rényi curves, composed by Rényi DP),
+        and a :class:`~skdp.exceptions.PrivacyLeakWarning` says so.
     refit : bool, default=True
         Whether the best candidate is refitted on all rows (counted as the
         most expensive candidate, since which one wins is not known before).
@@ -117,10 +187,13 @@ def search_privacy(
             f"{type(estimator).__name__} has no privacy_plan method; pass the "
             "private estimator (the last step of a Pipeline)."
         )
-    train_sizes = _fold_train_sizes(int(n_samples), cv, estimator)
-    spends, refits = [], []
-    for params in ParameterGrid(param_grid):
-        candidate = clone(estimator).set_params(**params)
+    fold_sizes = _fold_sizes(int(n_samples), cv, estimator)
+    candidates = [
+        clone(estimator).set_params(**params) for params in ParameterGrid(param_grid)
+    ]
+    if not candidates:
+        raise ValueError("param_grid has no candidate.")
+    for candidate in candidates:
         relation = candidate.get_params().get("neighbouring", "replace-one")
         if relation != "replace-one":
             raise ValueError(
@@ -129,19 +202,56 @@ def search_privacy(
                 "boundaries move with the number of rows, so a fold's training "
                 "set can change by more than the one record."
             )
-        for size in train_sizes:
-            spends.append(candidate.privacy_plan(size, n_classes)[1])
-        if refit:
-            refits.append(candidate.privacy_plan(int(n_samples), n_classes)[1])
-    if not spends:
-        raise ValueError("param_grid has no candidate.")
+    undeclared = n_classes is None and any(
+        candidate.get_params().get("classes", ()) is None for candidate in candidates
+    )
+    if undeclared:
+        warnings.warn(
+            "search_privacy: the estimator's classes are not declared and "
+            "n_classes is not given, so each fit reads its class set from its "
+            "training labels (not covered by the total). The total is planned "
+            "for the worst case, every fit binary or multiclass where the "
+            "estimator allows both (the larger Rényi curve of each, composed by "
+            "Rényi DP). Declare classes=[...] "
+            "(or pass n_classes) for a tighter total.",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+
+    def spend(candidate, size):
+        if undeclared and candidate.get_params().get("classes", ()) is None:
+            return _worst_class_count_spend(candidate, size)
+        return candidate.privacy_plan(size, n_classes)[1]
+
     delta = default_delta(n_samples) if delta is None else float(delta)
-    if refits:
+    refit_spend = None
+    if refit:
         # Which candidate is refitted is not known in advance: charge the
         # pointwise maximum of their curves.
         # One candidate: its events stay, for the tight accountants.
+        refits = [spend(candidate, int(n_samples)) for candidate in candidates]
         worst = np.max([s.rdp for s in refits], axis=0)
         events = refits[0].events if len(refits) == 1 else ()
-        refit = replace(refits[0], rdp=tuple(worst.tolist()), events=events)
-        spends.append(replace(refit.at_delta(delta), bound="refit"))
-    return compose_spent(spends, delta=delta)
+        refit_spend = replace(refits[0], rdp=tuple(worst.tolist()), events=events)
+        refit_spend = replace(refit_spend.at_delta(delta), bound="refit")
+    memberships = _record_memberships(int(n_samples), fold_sizes)
+    sizes = sorted({size for fits in memberships for size in fits})
+    by_size = [{size: spend(c, size) for size in sizes} for c in candidates]
+    totals = []
+    for fits in memberships:
+        spends = [
+            spends_of[size]
+            for spends_of in by_size
+            for size, count in sorted(fits.items())
+            for _ in range(count)
+        ]
+        if refit_spend is not None:
+            spends.append(refit_spend)
+        totals.append(compose_spent(spends, delta=delta))
+    worst = max(totals, key=lambda total: total.epsilon)
+    if len(totals) == 1:
+        return worst
+    # At another delta another record may be the worst: keep the pointwise
+    # maximum of the curves, and no events, for at_delta.
+    curve = np.max([total.rdp for total in totals], axis=0)
+    return replace(worst, rdp=tuple(curve.tolist()), events=())
