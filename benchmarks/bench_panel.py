@@ -739,6 +739,43 @@ def summarise(rows, methods, out=print):
         out(line)
 
 
+def markdown(rows, methods, out=print):
+    """The summary as Markdown tables (docs/benchmarks.md), one per cell.
+
+    Each cell: mean test accuracy / log-loss over the seeds; ``*`` marks an
+    accuracy below the majority rate, ``†`` a log-loss above the prior's.
+    """
+    tables = [t for t in TABLES if any(r["table"] == t for r in rows)]
+    cells = sorted(
+        {(r["relation"], r["epsilon"]) for r in rows if "relation" in r},
+        key=lambda c: (RELATIONS.index(c[0]), c[1]),
+    )
+    for relation, epsilon in cells:
+        out(f"\n#### {relation}, epsilon {epsilon:g}\n")
+        out("| table | prior | non-private | " + " | ".join(methods) + " |")
+        out("|---" * (3 + len(methods)) + "|")
+        totals = {m: [] for m in ["prior", "nonprivate", *methods]}
+        for t in tables:
+            prior = _mean(rows, table=t, method="prior")
+            nonpriv = _mean(rows, table=t, method="nonprivate")
+            totals["prior"].append(prior)
+            totals["nonprivate"].append(nonpriv)
+            line = f"| {t} | {prior[0]:.3f} / {prior[1]:.3f} | "
+            line += f"{nonpriv[0]:.3f} / {nonpriv[1]:.3f} |"
+            for m in methods:
+                v = _mean(rows, table=t, method=m, relation=relation, epsilon=epsilon)
+                totals[m].append(v)
+                acc = f"{v[0]:.3f}" + ("*" if v[0] < prior[0] - 1e-9 else "")
+                loss = f"{v[1]:.3f}" + ("†" if v[1] > prior[1] + 1e-9 else "")
+                line += f" {acc} / {loss} |"
+            out(line)
+        line = "| **mean** |"
+        for m in ["prior", "nonprivate", *methods]:
+            acc, loss = np.mean(totals[m], axis=0)
+            line += f" **{acc:.4f}** / {loss:.3f} |"
+        out(line)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tables", nargs="*", default=None, choices=TABLES)
@@ -760,6 +797,9 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", default=None, help="append result rows (JSON lines)")
     parser.add_argument("--load", nargs="*", default=None, help="summarise these")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print Markdown tables too"
+    )
     args = parser.parse_args(argv)
 
     if args.load:
@@ -767,6 +807,8 @@ def main(argv=None):
         methods = list(dict.fromkeys(r["method"] for r in rows))
         methods = [m for m in methods if m not in ("prior", "nonprivate")]
         summarise(rows, methods)
+        if args.markdown:
+            markdown(rows, methods)
         return rows
     tables = args.tables or list(TABLES)
     seeds = args.seed_list if args.seed_list is not None else list(range(args.seeds))
@@ -795,6 +837,8 @@ def main(argv=None):
                 f.write(json.dumps(r) + "\n")
     methods = (["sgd-tuned"] if task["baselines"] else []) + args.configs
     summarise(rows, methods)
+    if args.markdown:
+        markdown(rows, methods)
     print(f"\n{time.perf_counter() - t0:.0f} s")
     return rows
 
