@@ -30,6 +30,7 @@ __all__ = [
     "fit_temperature",
     "make_plan",
     "poisson_batch",
+    "public_shrinkage",
     "run_logistic_sgd",
     "temperature_bound",
     "tail_noise_variance",
@@ -147,12 +148,12 @@ _AUTO_EPOCHS_MAX = 120
 TEMPERATURE_GRID = np.concatenate([[0.0], 2.0 ** (np.arange(-12, 4) / 3.0)])
 TEMPERATURE_LOGIT_BOUND = 10.0
 # Share of the release's inverse variance spent on the class counts (the rest
-# on the derivative), and the strength of the public shrinkage towards the
-# prior (docs/benchmarks.md, "The probability floor").
+# on the derivative), and the strength of the public shrinkage that sets the
+# starting point on the path (docs/benchmarks.md, "The probability floor").
 _PRIOR_WEIGHT = 0.5
 _SHRINK_STRENGTH = 0.5
-# A temperature is kept only if its integrated noisy loss beats that of 1.0
-# by this many standard deviations of the noise (else the model is unchanged).
+# Another point of the path is taken only if its integrated noisy loss beats
+# the starting point's by this many standard deviations of the noise.
 _TEMPERATURE_MARGIN = 2.0
 
 
@@ -851,23 +852,21 @@ def tail_noise_variance(plan, noise_multiplier):
     return float(np.sum((std * weight) ** 2))
 
 
-def shrink_towards_prior(W, anchor, energy, fit_intercept, strength=_SHRINK_STRENGTH):
-    """Interpolate the model's logits towards the prior's by the noise it holds.
+def public_shrinkage(W, energy, fit_intercept, strength=_SHRINK_STRENGTH):
+    """The share of the coefficients that is not expected to be noise.
 
     A positive-part James-Stein factor ``kappa = max(0, 1 - strength * E /
     ||coef||^2)``, ``E`` the expected energy of the injected noise in the
-    coefficients (public), then logits ``kappa s + (1 - kappa) m``: the
-    coefficients times ``kappa``, the intercept ``kappa b + (1 - kappa) m``.
-    Post-processing.
+    coefficients (:func:`tail_noise_variance` times their number). Public:
+    a function of the released model, the plan and the noise multiplier.
 
     Returns
     -------
-    W : ndarray, kappa : float
+    float in [0, 1]
     """
     coef = W[:-1] if fit_intercept else W
     norm2 = float(np.sum(coef**2))
-    kappa = max(0.0, 1.0 - strength * energy * coef.size / max(norm2, 1e-300))
-    return _anchored(W, anchor, kappa, fit_intercept), kappa
+    return max(0.0, 1.0 - strength * energy * coef.size / max(norm2, 1e-300))
 
 
 def _anchored(W, anchor, a, fit_intercept):
@@ -921,8 +920,10 @@ def _temperature_derivatives(X, codes, W, anchor, row_norm, fit_intercept, chunk
     return total
 
 
-def fit_temperature(X, codes, W, anchor, std, *, row_norm, fit_intercept, rng):
-    """A private factor ``a`` for the logits' offsets from the anchor.
+def fit_temperature(
+    X, codes, W, anchor, std, *, row_norm, fit_intercept, rng, start=1.0
+):
+    """A private point ``a`` on the path from the prior to the model.
 
     Post-hoc temperature scaling (Guo et al. 2017, "On calibration of modern
     neural networks") made private and anchored at the prior: the derivative
@@ -930,10 +931,11 @@ def fit_temperature(X, codes, W, anchor, std, *, row_norm, fit_intercept, rng):
     the anchor; ``a = 0`` the prior, ``a = 1`` the model) is summed over the
     rows at every point of the public ``TEMPERATURE_GRID`` and released once
     with Gaussian noise of std ``std``. The released derivatives are
-    integrated along the grid (trapezoids) into the change of loss from
-    ``a = 1``, whose noise standard deviation is known; the grid point
-    minimising that change plus ``_TEMPERATURE_MARGIN`` noise standard
-    deviations is returned (1, no change, unless the data speak clearly).
+    integrated along the grid (trapezoids) into the change of loss from the
+    grid point nearest ``start`` (a public starting point), whose noise
+    standard deviation is known; the grid point minimising that change plus
+    ``_TEMPERATURE_MARGIN`` noise standard deviations is returned (the
+    starting point, unless the data speak clearly).
 
     Returns
     -------
@@ -941,8 +943,10 @@ def fit_temperature(X, codes, W, anchor, std, *, row_norm, fit_intercept, rng):
     """
     derivative = _temperature_derivatives(X, codes, W, anchor, row_norm, fit_intercept)
     noisy = derivative + rng.normal(0.0, std, size=derivative.shape)
-    change = _LOSS_CHANGE @ noisy
-    noise = std * np.linalg.norm(_LOSS_CHANGE, axis=1)
+    ref = int(np.argmin(np.abs(TEMPERATURE_GRID - start)))
+    weights = _LOSS_CHANGE - _LOSS_CHANGE[ref]
+    change = weights @ noisy
+    noise = std * np.linalg.norm(weights, axis=1)
     return float(TEMPERATURE_GRID[int(np.argmin(change + _TEMPERATURE_MARGIN * noise))])
 
 
@@ -951,16 +955,16 @@ def calibrate_probabilities(
 ):
     """The probability floor: the trained model moved towards a private prior.
 
-    Three steps on the released model, two of them reading the data through
-    one Gaussian budget of ``plan.calibration_noise`` (per unit of one row's
-    bound; see :meth:`SGDPlan.events`): (1) the class counts, with
-    ``_PRIOR_WEIGHT`` of the budget's inverse variance, give a private prior
-    (:func:`release_log_prior`); (2) the logits are moved towards the
-    prior's by the share of the coefficients that the injected noise is
-    expected to make up (:func:`shrink_towards_prior`, post-processing);
-    (3) :func:`fit_temperature`, with the rest of the budget, moves them
-    further along the same path, or back, when the training loss says so.
-    Without an intercept the anchor is the uniform prediction (logits 0).
+    Two releases through one Gaussian budget of ``plan.calibration_noise``
+    (per unit of one row's bound; see :meth:`SGDPlan.events`): (1) the class
+    counts, with ``_PRIOR_WEIGHT`` of the budget's inverse variance, give a
+    private prior (:func:`release_log_prior`); (2) :func:`fit_temperature`,
+    with the rest, picks a point ``a`` on the path ``m + a (s - m)`` from the
+    prior's logits ``m`` to the model's ``s``, starting from the share of
+    the coefficients that the injected noise is not expected to make up
+    (:func:`public_shrinkage`, public) and leaving it only when the training
+    loss says so clearly. Without an intercept the anchor is the uniform
+    prediction (logits 0).
     """
     n_classes = plan.n_classes
     budget = plan.calibration_noise
@@ -974,7 +978,7 @@ def calibrate_probabilities(
         anchor = np.zeros(W.shape[1])
         share = 1.0
     energy = tail_noise_variance(plan, noise_multiplier)
-    W, _ = shrink_towards_prior(W, anchor, energy, fit_intercept)
+    start = public_shrinkage(W, energy, fit_intercept)
     std = budget / math.sqrt(share) * temperature_bound(n_classes)
     a = fit_temperature(
         X,
@@ -985,6 +989,7 @@ def calibrate_probabilities(
         row_norm=row_norm,
         fit_intercept=fit_intercept,
         rng=rng,
+        start=start,
     )
     return _anchored(W, anchor, a, fit_intercept)
 

@@ -57,10 +57,10 @@ __all__ = ["DPLogisticRegression"]
 # within 0.7 points). The 5-seed gains that prompted the idea were mostly
 # seed noise (digits, replace-one: +0.063 on seeds 0-4).
 _DEFAULT_BATCH_SIZE = 256
-# Share of epsilon for the probability floor (private prior, shrinkage and
-# temperature): 0.2 keeps the panel's test log-loss at or below the class
-# prior's on more tables than 0.1 at no cost in accuracy (docs/benchmarks.md,
-# "The probability floor").
+# Share of epsilon for the probability floor (private prior and a private
+# point on the path from it to the model): 0.2 keeps the panel's test
+# log-loss at or below the class prior's on more tables than 0.1
+# (docs/benchmarks.md, "The probability floor").
 _AUTO_CALIBRATION_SHARE = 0.2
 # Under add/remove n is private: a Gaussian count of the rows is released
 # first with this share of epsilon and of delta, and the plan is set from it
@@ -295,18 +295,18 @@ class DPLogisticRegression(
         Share of ``epsilon`` set aside for the probability floor, so that
         ``predict_proba`` is not worse than the class prior's: a private
         class prior (Gaussian class counts, shrunk towards uniform by their
-        known noise), then the logits moved towards the prior's by the share
-        of the coefficients the training noise is expected to make up
-        (public, post-processing), then a private temperature along the
-        path from the prior to the model (one Gaussian release of the
-        derivative of the training log-loss on a public grid), kept at 1
-        unless the release shows clearly that another is better. The two
-        releases together spend at most ``calibration_share * epsilon``; the
-        training noise is calibrated so that everything together meets
-        ``epsilon``. With a fitted intercept the move towards the prior can
-        change predicted classes (towards the majority class, where the
-        model is mostly noise). Needs a target ``epsilon``. ``"auto"``: 0.2
-        with a target epsilon (docs/benchmarks.md, "The probability floor"),
+        known noise), then a private point on the path of logits from the
+        prior's to the model's (one Gaussian release of the derivative of
+        the training log-loss on a public grid of points), starting from
+        the share of the coefficients the training noise is not expected to
+        make up (public) and leaving it only when the release shows clearly
+        that another point is better. The two releases together spend at
+        most ``calibration_share * epsilon``; the training noise is
+        calibrated so that everything together meets ``epsilon``. With a
+        fitted intercept the move towards the prior can change predicted
+        classes (towards the majority class, where the model is mostly
+        noise). Needs a target ``epsilon``. ``"auto"``: 0.2 with a target
+        epsilon (docs/benchmarks.md, "The probability floor"),
         0 with a fixed ``noise_multiplier``.
     fit_intercept : bool, default=True
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
