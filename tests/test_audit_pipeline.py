@@ -72,7 +72,7 @@ def test_result_reads_as_a_verdict():
 def test_plot_without_matplotlib_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match=r'pip install "skdp\[docs\]"'):
+    with pytest.raises(ImportError, match=r'pip install "skdp\[plot\]"'):
         result(0.4, 1.0).plot()
 
 

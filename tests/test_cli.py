@@ -80,9 +80,13 @@ def test_account_poisson_sensitivity_is_the_gradient_bound(capsys):
 
 def test_account_cyclic_composition_closed_form(capsys):
     out = run_json(capsys, "--noise-multiplier", "4", "--delta", "1e-5")
-    expected = account(NoisyIterationEvent.cyclic_sgd([500] * 20, 5, 4.0), 1e-5)
+    event = NoisyIterationEvent.cyclic_sgd([500] * 20, 5, 4.0)
+    expected = account(event, 1e-5, accountant="pld")
     assert out["epsilon"] == pytest.approx(expected.epsilon)
     assert out["bound"] == "cyclic-composition"
+    # A composition of Gaussian mechanisms: exact GDP, below the Rényi route.
+    assert out["accountant"] == "gdp"
+    assert out["epsilon"] < account(event, 1e-5).epsilon
 
 
 def test_account_last_iterate_competes(capsys):
@@ -134,7 +138,9 @@ def test_account_target_epsilon(capsys):
 
 
 def test_account_human_output(capsys):
-    assert main([*BASE, "--noise-multiplier", "2", "--delta", "1e-5"]) == 0
+    # The Rényi route prints its order (cyclic runs are exact GDP by default).
+    args = ["--noise-multiplier", "2", "--delta", "1e-5", "--accountant", "rdp"]
+    assert main([*BASE, *args]) == 0
     text = capsys.readouterr().out
     assert "epsilon" in text and "bound" in text and "Rényi order" in text
 

@@ -339,6 +339,7 @@ def test_clone_and_get_params():
         "workload": "2-way",
         "max_cells": 200_000,
         "bins": 8,
+        "binning": "adaptive",
         "missing": "error",
         "handle_unknown": "error",
         "infer_domain": None,

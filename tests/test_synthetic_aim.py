@@ -319,8 +319,8 @@ def test_verbose_logs_every_round(caplog):
     model = DPSyntheticData(domain=domain, random_state=0, verbose=1).fit(X)
     rounds = [r.getMessage() for r in caplog.records if "round" in r.getMessage()]
     assert len(rounds) == len(model.selected_)
-    assert "measured" in rounds[0] and "budget left" in rounds[-1]
-    assert "budget left 0 of" in rounds[-1]  # the last round spends the rest
+    assert "measured" in rounds[0] and "zCDP budget (rho) left" in rounds[-1]
+    assert "(rho) left 0 of" in rounds[-1]  # the last round spends the rest
 
 
 # -- add-remove -----------------------------------------------------------------

@@ -18,7 +18,6 @@ Sensitivities under replace-one (one record swapped for another):
   (:data:`SCORE_SENSITIVITY`).
 """
 
-import logging
 import math
 from dataclasses import dataclass
 
@@ -39,7 +38,6 @@ __all__ = [
     "sample_tree_model",
 ]
 
-logger = logging.getLogger("skdp.synthetic")
 
 #: Replace-one L2 sensitivity of any count vector (one unit moves cells).
 COUNT_L2_SENSITIVITY = math.sqrt(2.0)
@@ -265,7 +263,6 @@ def fit_tree_model(codes, sizes, plan, z, rng):
         events.append(
             ExponentialMechanismEvent(eps_sel, count=len(edges), bounded_range=True)
         )
-        logger.info("selected tree edges %s", edges)
     # 3. Measure the tree's 2-way marginals (oriented from the root).
     order = _orient(edges, n_columns, _ROOT)
     std2 = plan.two_way_multiplier(z) * COUNT_L2_SENSITIVITY if edges else 0.0

@@ -142,6 +142,10 @@ COARSE_LEVELS = 16
 #: at every epsilon under replace-one (1.7e-4 at epsilon 10) and up to epsilon
 #: 3 under add-remove (3.3e-4), and hurt at 10 under add-remove (1.2e-4).
 COARSE_MIN_STD = 1.5e-4
+#: Numeric columns are cut into about this * sqrt(n / noise std) runs (at
+#: least 2) of adjacent bins of equal estimated mass (see docs/benchmarks.md,
+#: synthetic panel).
+RUNS_PER_SQRT = 1.5
 #: Relative slack of the floating-point budget check.
 _BUDGET_RTOL = 1e-9
 
@@ -189,46 +193,111 @@ class Compression:
     ----------
     mapping : ndarray of int, shape (n_levels,)
         Compressed level of each original level.
-    merged : ndarray of int
-        The original levels merged into the last compressed level (empty if
-        the column is not compressed).
-    weights : ndarray of float
-        Probabilities of the merged levels when a merged level is expanded.
+    probs : ndarray of float, shape (n_levels,)
+        Probability of each original level given its compressed level (1 for
+        a level kept on its own), used when a sampled level is expanded.
+    n_ordered : int
+        The first ``n_ordered`` compressed levels are ordered (runs of
+        adjacent numeric bins, or single bins), in order.
     """
 
     mapping: np.ndarray
-    merged: np.ndarray
-    weights: np.ndarray
+    probs: np.ndarray
+    n_ordered: int = 0
 
     @property
     def n_levels(self):
         """Number of compressed levels."""
         return int(self.mapping.max()) + 1
 
+    @property
+    def merged(self):
+        """The original levels that share their compressed level with others."""
+        sizes = np.bincount(self.mapping)
+        return np.flatnonzero(sizes[self.mapping] > 1)
 
-def compress_column(noisy_counts, std, below=COMPRESS_BELOW, ordered=0):
+    @property
+    def weights(self):
+        """Expansion probabilities of the :attr:`merged` levels."""
+        return self.probs[self.merged]
+
+
+def _identity(size, ordered=0):
+    return Compression(np.arange(size), np.ones(size), int(ordered))
+
+
+def compress_column(noisy_counts, std, below=COMPRESS_BELOW, ordered=0, runs=None):
     """The :class:`Compression` of a column from its noisy 1-way counts.
 
-    Levels with a noisy count below ``below * std`` are merged into one new
-    last level when there are at least two of them; otherwise the column is
-    kept as it is. The first ``ordered`` levels are ordered (numeric bins):
-    their expansion weights are smoothed over neighbouring bins, the other
-    merged levels' are shrunk toward their mean (see
-    :func:`_expansion_weights`). Post-processing of a released measurement.
+    With ``runs`` (and ``ordered > 0``), the first ``ordered`` levels (numeric
+    bins) are cut into at most ``runs`` runs of adjacent bins holding about
+    equal estimated mass (see :func:`ordered_runs`); the other levels stay
+    as they are. Otherwise, levels with a noisy count below ``below * std``
+    are merged into one new last level when there are at least two of them;
+    the ordered ones' expansion weights are smoothed over neighbouring bins,
+    the others' shrunk toward their mean (see :func:`_expansion_weights`).
+    Post-processing of a released measurement.
     """
     size = noisy_counts.size
+    if runs is not None and ordered > 1 and runs < ordered:
+        return ordered_runs(noisy_counts, std, ordered, runs)
     rare = (
         noisy_counts < below * std if below is not None else np.zeros(size, dtype=bool)
     )
     if rare.sum() < 2 or rare.all():
-        return Compression(np.arange(size), np.array([], dtype=np.int64), np.array([]))
+        return _identity(size, ordered)
     mapping = np.empty(size, dtype=np.int64)
     kept = np.flatnonzero(~rare)
     mapping[kept] = np.arange(kept.size)
     mapping[rare] = kept.size
     merged = np.flatnonzero(rare)
-    weights = _expansion_weights(noisy_counts[merged], std, merged < ordered, merged)
-    return Compression(mapping, merged, weights)
+    probs = np.ones(size)
+    probs[merged] = _expansion_weights(
+        noisy_counts[merged], std, merged < ordered, merged
+    )
+    return Compression(mapping, probs, int(np.sum(kept < ordered)))
+
+
+def ordered_runs(noisy_counts, std, ordered, runs):
+    """Runs of adjacent numeric bins with about equal mass (coarse levels).
+
+    The first ``ordered`` noisy counts are smoothed over neighbouring bins
+    (Gaussian kernel of ``SMOOTH_BINS``) and clipped at zero; each bin goes
+    to the run ``floor(runs * q)``, ``q`` the estimated share of the mass
+    below the bin's middle, so the runs are cut at estimated quantiles
+    (nearly empty tails join the nearest run instead of taking levels of
+    their own). A bin is expanded from its run in proportion to its
+    estimate (uniformly within a run estimated empty). Levels after the
+    first ``ordered`` (a missing level) keep levels of their own.
+    Post-processing of a released measurement.
+    """
+    size = noisy_counts.size
+    estimate = _smoothed(np.asarray(noisy_counts[:ordered], dtype=float))
+    total = estimate.sum()
+    if total > 0:
+        below = (np.cumsum(estimate) - estimate / 2.0) / total
+    else:
+        below = (np.arange(ordered) + 0.5) / ordered
+    run = np.minimum((runs * below).astype(np.int64), runs - 1)
+    run = np.unique(run, return_inverse=True)[1]  # drop empty runs
+    n_runs = int(run.max()) + 1
+    mapping = np.concatenate([run, n_runs + np.arange(size - ordered)])
+    mass = np.bincount(run, weights=estimate, minlength=n_runs)
+    count = np.bincount(run, minlength=n_runs)
+    probs = np.ones(size)
+    probs[:ordered] = np.where(
+        mass[run] > 0,
+        estimate / np.where(mass[run] > 0, mass[run], 1.0),
+        1.0 / count[run],
+    )
+    return Compression(mapping, probs, n_runs)
+
+
+def _smoothed(counts):
+    """Counts averaged over neighbouring bins (``SMOOTH_BINS``), clipped at 0."""
+    x = np.arange(counts.size, dtype=float)
+    kernel = np.exp(-0.5 * np.square((x[:, None] - x[None, :]) / SMOOTH_BINS))
+    return np.clip(kernel @ counts / kernel.sum(axis=1), 0.0, None)
 
 
 def _expansion_weights(noisy, std, ordered, positions):
@@ -259,22 +328,22 @@ def _expansion_weights(noisy, std, ordered, positions):
 
 def _compressed_measurement(column, measurement, compression):
     """A 1-way measurement moved to the compressed levels (sums, summed variance)."""
-    if compression.merged.size == 0:
+    if compression.n_levels == compression.mapping.size:
         return measurement
     y = np.bincount(
         compression.mapping, weights=measurement.y, minlength=compression.n_levels
     )
-    std = np.full(compression.n_levels, float(measurement.std))
-    std[-1] = float(measurement.std) * math.sqrt(compression.merged.size)
+    members = np.bincount(compression.mapping, minlength=compression.n_levels)
+    std = float(measurement.std) * np.sqrt(members)
     return Measurement((column,), y, std)
 
 
 def expand_codes(codes, compression, rng):
     """Map compressed codes back to original levels (merged levels drawn).
 
-    The rows of a merged level get its original levels in counts rounded
-    from the expansion weights (within one row of their expectation, as in
-    :func:`._pgm.sample_codes`), in random order.
+    The rows of a level that merges several original levels get them in
+    counts rounded from their expansion probabilities (within one row of
+    their expectation, as in :func:`._pgm.sample_codes`), in random order.
 
     Parameters
     ----------
@@ -290,15 +359,21 @@ def expand_codes(codes, compression, rng):
     """
     out = np.empty_like(codes)
     for j, comp in enumerate(compression):
-        if comp.merged.size == 0:
-            out[:, j] = codes[:, j]
+        members = np.bincount(comp.mapping, minlength=comp.n_levels)
+        if np.all(members == 1):
+            inverse = np.empty(comp.n_levels, dtype=np.int64)
+            inverse[comp.mapping] = np.arange(comp.mapping.size)
+            out[:, j] = inverse[codes[:, j]]
             continue
-        inverse = np.empty(comp.n_levels, dtype=np.int64)
-        inverse[comp.mapping] = np.arange(comp.mapping.size)
-        column = inverse[codes[:, j]]
-        hit = codes[:, j] == comp.n_levels - 1
-        drawn = np.repeat(comp.merged, _round_counts(comp.weights, int(hit.sum()), rng))
-        column[hit] = rng.permutation(drawn)
+        column = np.empty(codes.shape[0], dtype=np.int64)
+        for level in range(comp.n_levels):
+            hit = np.flatnonzero(codes[:, j] == level)
+            originals = np.flatnonzero(comp.mapping == level)
+            if originals.size == 1:
+                column[hit] = originals[0]
+                continue
+            counts = _round_counts(comp.probs[originals], hit.size, rng)
+            column[hit] = rng.permutation(np.repeat(originals, counts))
         out[:, j] = column
     return out
 
@@ -360,11 +435,7 @@ def _coarse_groups(compression, ordered, target):
     """
     if target is None or ordered <= 0:
         return None
-    if compression.merged.size:
-        merged_level = compression.n_levels - 1
-        n_ordered = int(np.sum(compression.mapping[:ordered] < merged_level))
-    else:
-        n_ordered = int(ordered)
+    n_ordered = compression.n_ordered
     width = math.ceil(n_ordered / target)
     if width < 2:
         return None
@@ -467,6 +538,8 @@ def fit_aim(
     neighbouring="replace-one",
     compress=False,
     ordered=None,
+    names=None,
+    runs_numeric=False,
 ):
     """Run the adaptive rounds under a zCDP budget ``rho``.
 
@@ -495,6 +568,12 @@ def fit_aim(
         Per column, how many of its first levels are ordered (numeric bins;
         0 for a categorical column); only shapes how merged levels are
         expanded. ``None``: no column is ordered.
+    names : sequence or None, default=None
+        Column names for the log (``None``: column indices).
+    runs_numeric : bool, default=False
+        Cut each ordered column's levels into runs of about equal estimated
+        mass after the 1-way measurements (:func:`ordered_runs`), about
+        ``RUNS_PER_SQRT * sqrt(n_rows / std)`` of them (at least 2).
 
     Returns
     -------
@@ -524,15 +603,22 @@ def fit_aim(
     # Domain compression: post-processing of the 1-way measurements.
     below = COMPRESS_BELOW if compress else None
     ordered = [0] * n_columns if ordered is None else [int(k) for k in ordered]
+    # Numeric columns: about RUNS_PER_SQRT sqrt(n / std) runs of adjacent bins
+    # (a public rule: the noise and the number of rows or its estimate).
+    runs = (
+        max(2, int(round(RUNS_PER_SQRT * math.sqrt(n_rows / std))))
+        if runs_numeric
+        else None
+    )
     compression = [
-        compress_column(m.y, std, below, k)
+        compress_column(m.y, std, below, k, runs if k else None)
         for m, k in zip(measurements, ordered, strict=True)
     ]
     measurements = [
         _compressed_measurement(j, m, c)
         for j, (m, c) in enumerate(zip(measurements, compression, strict=True))
     ]
-    if any(c.merged.size for c in compression):
+    if any(c.n_levels < c.mapping.size for c in compression):
         codes = np.column_stack(
             [c.mapping[codes[:, j]] for j, c in enumerate(compression)]
         )
@@ -589,9 +675,9 @@ def fit_aim(
         # scores read the data and are never shown).
         logger.info(
             "round %d: measured %s%s (noisy L1 error before %.1f), model change "
-            "%.1f, budget left %.3g of %.3g",
+            "%.1f, zCDP budget (rho) left %.3g of %.3g",
             len(selected),
-            r,
+            tuple(r if names is None else (names[v] for v in r)),
             "" if groups is None else " coarsened",
             float(np.abs(y - before).sum()),
             change,

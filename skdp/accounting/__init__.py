@@ -7,6 +7,7 @@ Pure numpy/scipy. Solvers describe what they ran as *events*
 """
 
 from ._accountant import NEIGHBOURING_RELATIONS, RDPAccountant, event_rdp
+from ._allocation import allocation_rdp, allocation_rdp_add, allocation_rdp_remove
 from ._calibration import account, calibrate_noise_multiplier
 from ._last_iterate import (
     gradient_step_lipschitz,
@@ -27,6 +28,7 @@ from .events import (
     GaussianEvent,
     NoisyIterationEvent,
     PoissonGaussianEvent,
+    RandomAllocationGaussianEvent,
 )
 
 __all__ = [
@@ -37,8 +39,12 @@ __all__ = [
     "NoisyIterationEvent",
     "PoissonGaussianEvent",
     "PrivacySpent",
+    "RandomAllocationGaussianEvent",
     "RDPAccountant",
     "account",
+    "allocation_rdp",
+    "allocation_rdp_add",
+    "allocation_rdp_remove",
     "calibrate_noise_multiplier",
     "compose_spent",
     "event_rdp",

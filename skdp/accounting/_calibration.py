@@ -13,10 +13,11 @@ __all__ = ["account", "calibrate_noise_multiplier"]
 _Z_MIN, _Z_MAX = 1e-4, 1e6
 _TARGET_RTOL = 0.005
 _MAX_BISECTIONS = 200
-# The numerical PLD's rounding slack, as a share of epsilon: coarse while
-# calibrating (each step is still a valid bound), fine for the final report.
-_PLD_SEARCH_SLACK = 2e-2
-_PLD_REPORT_SLACK = 5e-3
+# The numerical PLD's rounding slack, as a share of epsilon, while calibrating
+# and in the report: the same, so the report is the bound the search
+# certified (docs/benchmarks.md, "Accounting at scale").
+_PLD_SEARCH_SLACK = 1e-2
+_PLD_REPORT_SLACK = 1e-2
 ACCOUNTANTS = ("rdp", "pld")
 
 
@@ -93,7 +94,7 @@ def _tight_bound(pairs, delta, neighbouring, reference, slacks):
     above what the search certified.
     """
     best = None
-    for rel_slack in slacks:
+    for rel_slack in dict.fromkeys(slacks):
         found = pld_epsilon(
             pairs, delta, neighbouring, reference=reference, rel_slack=rel_slack
         )

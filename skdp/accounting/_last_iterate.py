@@ -25,6 +25,7 @@ record, only the points just before those steps and the end point matter.
 """
 
 import numpy as np
+from scipy.special import logsumexp
 
 __all__ = [
     "gradient_step_lipschitz",
@@ -32,8 +33,8 @@ __all__ = [
     "logistic_constants",
 ]
 
-# Beyond this spread of log-weights the rescaled QP under- or overflows; the
-# bound is then reported as infinite (always valid) and composition takes over.
+# Largest spread of log-weights solved in double precision; earlier steps
+# (whose shifts have decayed by more) are handled as a carried offset.
 _MAX_LOG_WEIGHT_SPREAD = 600.0
 
 
@@ -135,8 +136,11 @@ def last_iterate_coefficient(shift, noise_std, lipschitz):
     Returns
     -------
     K : float
-        ``(1/2) min sum_t c_t^2 / s_t^2``; ``inf`` if the QP is infeasible or too
-        badly scaled to solve reliably (a valid, if useless, bound).
+        ``(1/2) min sum_t c_t^2 / s_t^2`` (``inf`` if the QP is infeasible).
+        When the contraction over the run exceeds ``exp(600)``, the steps
+        before the last such window absorb nothing: a feasible point of the
+        QP, so still a valid bound, within ``exp(-300)`` relative of the
+        optimum.
     """
     shift = np.asarray(shift, dtype=float)
     noise_std = np.broadcast_to(np.asarray(noise_std, dtype=float), shift.shape)
@@ -154,13 +158,33 @@ def last_iterate_coefficient(shift, noise_std, lipschitz):
     log_w = log_w[hits[0] :]
     shift, noise_std = shift[hits[0] :], noise_std[hits[0] :]
     hits = hits - hits[0]
-    if log_w.max() - log_w.min() > _MAX_LOG_WEIGHT_SPREAD:
-        return np.inf
-    w = np.exp(log_w - log_w.max())
+    # Steps before the window of log-weights spanning at most the limit
+    # absorb nothing (a feasible, so valid, choice): their shifts enter as
+    # a carried offset (in log space; one that underflows is below 1e-300 of
+    # the window's levels, so below their rounding error).
+    spread = np.maximum.accumulate(log_w[::-1])[::-1]
+    spread = spread - np.minimum.accumulate(log_w[::-1])[::-1]
+    start = int(np.argmax(spread <= _MAX_LOG_WEIGHT_SPREAD))
+    top = float(log_w[start:].max())
+    offset = 0.0
+    if start > 0:
+        early = shift[:start] > 0
+        if early.any():
+            logs = log_w[:start][early] + np.log(shift[:start][early])
+            offset = float(np.exp(logsumexp(logs) - top))
+    log_w, shift, noise_std = log_w[start:], shift[start:], noise_std[start:]
+    hits = hits[hits >= start] - start
+    w = np.exp(log_w - top)
     tau = np.cumsum((w * noise_std) ** 2)
-    level = np.cumsum(w * shift)
-    # Ceiling points just before each step that sees the record, then the end.
+    level = offset + np.cumsum(w * shift)
+    # Ceiling points just before each step that sees the record (the window's
+    # start, with the carried offset, for a hit on its first step), then the
+    # end.
     before = hits - 1
-    tau_pts = np.concatenate([[0.0], tau[before[1:]], [tau[-1]]])
-    ceil_pts = np.concatenate([[0.0], level[before[1:]], [level[-1]]])
+    tau_pts = np.concatenate(
+        [[0.0], np.where(before >= 0, tau[before], 0.0), [tau[-1]]]
+    )
+    ceil_pts = np.concatenate(
+        [[0.0], np.where(before >= 0, level[before], offset), [level[-1]]]
+    )
     return 0.5 * _lower_hull_energy(tau_pts, ceil_pts)

@@ -14,6 +14,7 @@ __all__ = [
     "GaussianEvent",
     "NoisyIterationEvent",
     "PoissonGaussianEvent",
+    "RandomAllocationGaussianEvent",
 ]
 
 
@@ -266,3 +267,43 @@ class NoisyIterationEvent:
             lipschitz=lipschitz,
             batch_weights=sizes / sizes.sum() if shuffle else None,
         )
+
+
+@dataclass(frozen=True)
+class RandomAllocationGaussianEvent:
+    """Epochs of random allocation (balls-and-bins) with Gaussian noise.
+
+    In every epoch each record is placed into exactly one of ``steps_per_epoch``
+    steps, uniformly at random and independently of the other records (a fresh
+    allocation each epoch, drawn from the secret random state and never
+    released); each step adds Gaussian noise of std ``noise_multiplier`` times
+    the clip norm to the sum of its batch's clipped contributions. Every step's
+    output is treated as released.
+
+    Parameters
+    ----------
+    steps_per_epoch : int >= 1
+        Number of steps ``t`` an epoch (the number of bins).
+    noise_multiplier : float
+        Noise std on each step's sum divided by the clip norm (the usual DP-SGD
+        convention, whatever the neighbouring relation).
+    epochs : int >= 0, default=1
+        Number of epochs, each a fresh allocation.
+    """
+
+    steps_per_epoch: int
+    noise_multiplier: float
+    epochs: int = 1
+
+    def __post_init__(self):
+        steps = self.steps_per_epoch
+        if isinstance(steps, bool) or int(steps) != steps or steps < 1:
+            raise ValueError(
+                f"steps_per_epoch must be a positive integer, got {steps}."
+            )
+        object.__setattr__(self, "steps_per_epoch", int(steps))
+        _check_positive("noise_multiplier", self.noise_multiplier)
+        epochs = self.epochs
+        if isinstance(epochs, bool) or int(epochs) != epochs or epochs < 0:
+            raise ValueError(f"epochs must be a non-negative integer, got {epochs}.")
+        object.__setattr__(self, "epochs", int(epochs))

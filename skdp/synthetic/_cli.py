@@ -6,19 +6,26 @@ import sys
 
 import numpy as np
 
+from ..schema import Categorical, Numeric, as_column
 from ..utils._argtypes import positive, probability
+from ._domain import NamedColumns
 
 __all__ = ["add_synth_parser", "read_domain"]
 
 
 def read_domain(path, header, *, infer=False):
-    """Read a JSON domain: ``{"col": [categories]}`` or ``{"col": {"low", "high"}}``.
+    """Read a JSON domain, keyed by the CSV's column names.
 
-    Numeric columns are objects with ``low``, ``high`` and optional ``bins``;
-    categorical columns are lists of their category strings (as they appear in
-    the CSV). With ``infer``, columns the file leaves out are numeric columns
-    whose range is learned privately. Returns a domain keyed by column index,
-    and the set of numeric column indices.
+    A categorical column is a list of its category strings (as they appear in
+    the CSV) or ``{"categories": [...], "nullable": bool}``; a numeric column
+    is ``{"low": .., "high": ..}`` with optional ``"bins"`` (a number, or the
+    public edges from low to high) and ``"nullable"``. A column with a
+    ``"nullable"`` key is declared (:class:`~skdp.schema.Numeric` or
+    :class:`~skdp.schema.Categorical`): it has a missing level iff it says
+    ``true``, whatever ``--missing`` says; the others follow ``--missing``.
+    With ``infer``, columns the file leaves out are numeric columns whose
+    range is learned privately. Returns the domain and the set of numeric
+    column names.
     """
     with open(path, encoding="utf-8") as handle:
         raw = json.load(handle)
@@ -28,29 +35,55 @@ def read_domain(path, header, *, infer=False):
     if unknown:
         raise ValueError(f"The domain names columns not in the CSV: {unknown}.")
     domain, numeric = {}, set()
-    for j, name in enumerate(header):
+    for name in header:
         if name not in raw:
             if infer:
-                numeric.add(j)
+                numeric.add(name)
                 continue
             raise ValueError(
                 f"Column {name!r} has no domain; declare its categories or its "
                 "range in the domain file (it is public, never read from the "
                 "data), or pass --infer-domain to learn a numeric range privately."
             )
-        spec = raw[name]
-        if isinstance(spec, list):
-            domain[j] = [str(v) for v in spec]
-        elif isinstance(spec, dict) and {"low", "high"} <= set(spec):
-            bounds = (spec["low"], spec["high"])
-            domain[j] = bounds + ((int(spec["bins"]),) if "bins" in spec else ())
-            numeric.add(j)
-        else:
-            raise ValueError(
-                f"Domain of column {name!r} must be a list of categories or an "
-                'object {"low": ..., "high": ...[, "bins": ...]}.'
-            )
+        domain[name] = _column_domain(name, raw[name])
+        if isinstance(domain[name], (tuple, Numeric)):
+            numeric.add(name)
     return domain, numeric
+
+
+def _column_domain(name, spec):
+    """One column's JSON declaration as a domain value."""
+    if isinstance(spec, list):
+        return [str(v) for v in spec]
+    if isinstance(spec, dict) and "categories" in spec and "low" not in spec:
+        categories = spec["categories"]
+        if not isinstance(categories, list):
+            raise ValueError(f'Column {name!r}: "categories" must be a list.')
+        categories = [str(v) for v in categories]
+        if "nullable" not in spec:
+            return categories
+        return as_column(name, Categorical(categories, _flag(name, spec)))
+    if isinstance(spec, dict) and {"low", "high"} <= set(spec):
+        bins = spec.get("bins")
+        if "nullable" not in spec and not isinstance(bins, list):
+            bounds = (spec["low"], spec["high"])
+            return bounds + ((int(bins),) if bins is not None else ())
+        if isinstance(bins, list):
+            bins = tuple(bins)
+        numeric = Numeric(spec["low"], spec["high"], bins, _flag(name, spec))
+        return as_column(name, numeric)
+    raise ValueError(
+        f"Domain of column {name!r} must be a list of categories, "
+        '{"categories": [...], "nullable": ...} or {"low": ..., "high": ...[, '
+        f'"bins": ..., "nullable": ...]}}, got {spec!r}.'
+    )
+
+
+def _flag(name, spec):
+    value = spec.get("nullable", False)
+    if not isinstance(value, bool):
+        raise ValueError(f'Column {name!r}: "nullable" must be true or false.')
+    return value
 
 
 def _read_csv(path, numeric):
@@ -66,7 +99,7 @@ def _read_csv(path, numeric):
                 f"Row {i + 2} of {path} has {len(row)} fields, not {len(header)}."
             )
         for j, value in enumerate(row):
-            table[i, j] = _parse(value, j in numeric, header[j], i + 2)
+            table[i, j] = _parse(value, header[j] in numeric, header[j], i + 2)
     return header, table
 
 
@@ -87,6 +120,7 @@ def _parse(value, numeric, name, line):
 
 
 def _run_synth(args):
+    from ..accounting import account
     from . import DPSyntheticData
 
     with open(args.input, newline="", encoding="utf-8") as handle:
@@ -101,13 +135,19 @@ def _run_synth(args):
         delta=args.delta,
         domain=domain,
         method=args.method,
+        bins=args.bins,
+        binning=args.binning,
         missing=args.missing,
         handle_unknown=args.handle_unknown,
         infer_domain=args.infer_domain,
         neighbouring=args.neighbouring,
         n_jobs=args.n_jobs,
         random_state=args.random_state,
-    ).fit(table)
+    )
+    try:
+        model.fit(NamedColumns(tuple(header), table))
+    except TypeError as exc:  # a malformed declaration: report it as the others
+        raise ValueError(str(exc)) from exc
     synthetic = model.sample(args.n_samples)
     out = open(args.output, "w", newline="", encoding="utf-8") if args.output else None
     try:
@@ -121,11 +161,15 @@ def _run_synth(args):
         if out is not None:
             out.close()
     spent = model.privacy_spent_
-    learned = {header[j]: model.domain_[j] for j in numeric if j not in domain}
+    learned = {name: model.domain_[name] for name in header if name not in domain}
     if learned:
+        inference = model.events_[: len(learned)]  # one histogram per column
+        alone = account(inference, spent.delta, neighbouring=spent.neighbouring)
         print(
             f"skdp synth: learned numeric ranges {learned} with {args.infer_domain:g} "
-            "of the budget (zCDP share; included in the epsilon below)",
+            f"of the budget (zCDP share; epsilon {alone.epsilon:.3g} on its own at "
+            "this delta, included in the epsilon below); values beyond a learned "
+            "range are clipped into it",
             file=sys.stderr,
         )
     print(
@@ -143,8 +187,11 @@ def add_synth_parser(subparsers):
         help="write a private synthetic copy of a CSV file",
         description=(
             "Fit DPSyntheticData on INPUT (a CSV with a header) under the public "
-            "domain in DOMAIN (JSON: column -> list of categories, or column -> "
-            '{"low": .., "high": .., "bins": ..}) and write a synthetic table.'
+            "domain in DOMAIN (JSON: column -> list of categories, "
+            '{"categories": [..], "nullable": ..}, or {"low": .., "high": .., '
+            '"bins": .., "nullable": ..}; bins: a number or the public edges; '
+            "nullable: whether the column may be empty) and write a synthetic "
+            "table. Errors name the columns as the CSV header does."
         ),
     )
     p.add_argument("input", help="CSV file with a header row")
@@ -164,6 +211,21 @@ def add_synth_parser(subparsers):
         help="aim: adaptive rounds (default); tree: one tree of marginals, faster",
     )
     p.add_argument(
+        "--bins",
+        type=positive(int),
+        default=32,
+        help="public equal-width bins of a numeric column whose declaration "
+        "sets none (default 32)",
+    )
+    p.add_argument(
+        "--binning",
+        choices=["adaptive", "fixed"],
+        default="adaptive",
+        help="aim only: adaptive (default) groups each numeric column's bins "
+        "into runs cut at the quantiles of its noisy 1-way counts (no extra "
+        "budget); fixed keeps every bin as a level",
+    )
+    p.add_argument(
         "--infer-domain",
         type=probability,
         default=None,
@@ -175,7 +237,9 @@ def add_synth_parser(subparsers):
         "--missing",
         choices=["error", "category"],
         default="error",
-        help="empty fields: refuse them, or keep them as a level of their column",
+        help='empty fields in columns not declared with "nullable": refuse them '
+        "(error), or keep them as a level of every such column (category); a "
+        'column declared "nullable": false never gets one',
     )
     p.add_argument(
         "--handle-unknown",

@@ -1,9 +1,14 @@
 """Public domains of tabular data: parse, encode to codes, decode back.
 
-A domain maps each column to its categories (a ``list``) or to a numeric range
-``(low, high)`` or ``(low, high, n_bins)`` (a ``tuple``). It must be public
-knowledge, never read from the data. Numeric columns are cut into equal-width
-bins on public edges; a code is decoded by a uniform draw within its bin.
+A domain maps each column to a declaration (:class:`~skdp.schema.Numeric`,
+:class:`~skdp.schema.Categorical`) or to a shorthand: its categories (a
+``list``) or a numeric range ``(low, high)`` or ``(low, high, n_bins)`` (a
+``tuple``); a :class:`~skdp.schema.TableSchema` gives one for every column. It
+must be public knowledge, never read from the data. Numeric columns are cut
+into bins on public edges (equal-width, or the declared ``bins`` edges); a code
+is decoded by a uniform draw within its bin. A column has a missing level only
+when its declaration says it may be missing (``nullable=True``), or, for a
+shorthand, which cannot say, when ``missing="category"``.
 """
 
 import math
@@ -12,14 +17,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..schema import Categorical, Numeric, TableSchema, as_column
+
 #: The level that undeclared categories are mapped to (``handle_unknown="other"``).
 OTHER = "other"
 
 __all__ = [
     "OTHER",
     "ColumnSpec",
+    "NamedColumns",
+    "as_domain",
     "as_table",
     "build_specs",
+    "check_domain_keys",
     "is_numeric_dtype",
     "decode_column",
     "encode_table",
@@ -50,6 +60,10 @@ class ColumnSpec:
     missing : bool
         Whether the column has an extra last level for missing values
         (NaN/None), decoded back to a missing value.
+    declared : bool
+        Whether the column was declared by a :class:`~skdp.schema.Numeric` or
+        :class:`~skdp.schema.Categorical` (whose ``nullable`` decides
+        ``missing``) rather than by a shorthand or inferred.
     """
 
     key: object
@@ -60,6 +74,7 @@ class ColumnSpec:
     integer: bool = False
     other: bool = False
     missing: bool = False
+    declared: bool = False
 
     @property
     def n_values(self):
@@ -72,6 +87,18 @@ class ColumnSpec:
     def n_levels(self):
         """Number of codes of the column (with the other and missing levels)."""
         return self.n_values + int(self.other) + int(self.missing)
+
+
+@dataclass(frozen=True)
+class NamedColumns:
+    """A 2-D array whose columns are keyed by ``names`` (the CLI's CSV table).
+
+    Domains, errors and logs then name the columns as the file does; the
+    synthetic table comes back as a plain array.
+    """
+
+    names: tuple
+    array: np.ndarray
 
 
 def _is_pandas_frame(X):
@@ -92,6 +119,15 @@ def as_table(X):
         columns = [(key, X[key], X[key].dtype) for key in keys]
         info = {"columns": X.columns, "dtypes": X.dtypes}
         n_rows = X.shape[0]
+    elif isinstance(X, NamedColumns):
+        array = np.asarray(X.array)
+        if array.ndim != 2 or array.shape[1] != len(X.names):
+            raise ValueError(
+                f"The table has shape {array.shape}, not (rows, {len(X.names)})."
+            )
+        columns = [(name, array[:, j], array.dtype) for j, name in enumerate(X.names)]
+        info = None
+        n_rows = array.shape[0]
     else:
         array = np.asarray(X)
         if array.ndim != 2:
@@ -156,6 +192,34 @@ def is_numeric_dtype(dtype):
     return np.dtype(dtype).kind in "iuf"
 
 
+def as_domain(domain):
+    """The ``domain`` parameter as a mapping ``column -> declaration``.
+
+    A :class:`~skdp.schema.TableSchema` gives its declarations
+    (:meth:`~skdp.schema.TableSchema.domain`); ``None`` gives an empty
+    mapping; any other mapping is returned as it is.
+    """
+    if domain is None:
+        return {}
+    if isinstance(domain, TableSchema):
+        return domain.domain()
+    if not hasattr(domain, "keys"):
+        raise TypeError(
+            "domain must be a TableSchema or a mapping column -> declaration "
+            f"(Numeric, Categorical, a list of categories or a range), got {domain!r}."
+        )
+    return domain
+
+
+def check_domain_keys(domain, keys):
+    """Refuse a domain that names columns the table does not have."""
+    unknown = [key for key in domain.keys() if key not in keys]
+    if unknown:
+        raise ValueError(
+            f"domain names columns {unknown!r} that are not in X (columns: {keys!r})."
+        )
+
+
 def build_specs(
     columns, domain, bins, *, missing="error", handle_unknown="error", inferred=None
 ):
@@ -164,11 +228,16 @@ def build_specs(
     Parameters
     ----------
     columns : list of (key, values, dtype)
-    domain : mapping or None
+    domain : TableSchema, mapping or None
     bins : int
+        Equal-width bins of a numeric column whose declaration sets none.
     missing : {"error", "category"}, default="error"
-        ``"category"``: every column gets an extra missing level (a public
-        choice: it depends on neither the data nor their dtypes).
+        Which columns get a missing level besides those declared
+        ``nullable=True``: ``"category"`` gives one to every column declared by
+        a shorthand (a list or a tuple, which cannot say) or inferred; a
+        :class:`~skdp.schema.Numeric` or :class:`~skdp.schema.Categorical`
+        declared ``nullable=False`` never gets one. A public choice: it depends
+        on neither the data nor their dtypes.
     handle_unknown : {"error", "other"}, default="error"
         ``"other"``: every categorical column gets the extra level
         :data:`OTHER` for undeclared values.
@@ -176,29 +245,16 @@ def build_specs(
         Domains learned privately (see :func:`infer_numeric_bounds`), used for
         the columns that ``domain`` leaves out.
     """
-    if domain is None:
-        domain = {}
-    if not hasattr(domain, "keys"):
-        raise TypeError("domain must be a mapping column -> categories or range.")
+    domain = as_domain(domain)
     inferred = inferred or {}
-    keys = [key for key, _, _ in columns]
-    unknown = [key for key in domain.keys() if key not in keys]
-    if unknown:
-        raise ValueError(
-            f"domain names columns {unknown!r} that are not in X (columns: {keys!r})."
-        )
-    specs = []
-    for key, _values, dtype in columns:
-        spec = _column_spec(key, domain, inferred, dtype, bins, handle_unknown)
-        if missing == "category":
-            # Every column, not those whose dtype can hold NaN: a dtype that
-            # pandas inferred would say whether some row is missing.
-            spec = replace(spec, missing=True)
-        specs.append(spec)
-    return specs
+    check_domain_keys(domain, [key for key, _, _ in columns])
+    return [
+        _column_spec(key, domain, inferred, dtype, bins, handle_unknown, missing)
+        for key, _values, dtype in columns
+    ]
 
 
-def _column_spec(key, domain, inferred, dtype, bins, handle_unknown):
+def _column_spec(key, domain, inferred, dtype, bins, handle_unknown, missing):
     if key in domain:
         spec = domain[key]
     elif key in inferred:
@@ -206,28 +262,61 @@ def _column_spec(key, domain, inferred, dtype, bins, handle_unknown):
     else:
         raise ValueError(
             f"No domain given for column {key!r}. Pass domain={{{key!r}: "
-            "[categories]}} or {key!r}: (low, high); the domain must be public "
-            "knowledge. For a numeric column, infer_domain=<share of epsilon> "
-            "learns its range privately instead."
+            f"[categories]}} or {{{key!r}: (low, high)}}, or a TableSchema; the "
+            "domain must be public knowledge. For a numeric column, "
+            "infer_domain=<share of epsilon> learns its range privately instead."
         )
-    if isinstance(spec, tuple):
-        return _numeric_spec(key, spec, bins)
-    if isinstance(spec, (str, bytes)) or not hasattr(spec, "__iter__"):
-        raise TypeError(
-            f"Domain of column {key!r} must be a list of categories or a "
-            f"(low, high[, n_bins]) tuple, got {spec!r}."
-        )
-    categories = tuple(spec)
+    if isinstance(spec, (Numeric, Categorical)):
+        declared = as_column(key, spec)
+        nullable = declared.nullable
+        if isinstance(declared, Numeric):
+            column = _declared_numeric_spec(key, declared, bins)
+        else:
+            column = _categorical_spec(key, declared.categories, dtype, handle_unknown)
+    else:
+        nullable = missing == "category"
+        if isinstance(spec, tuple):
+            column = _numeric_spec(key, spec, bins)
+        elif isinstance(spec, (str, bytes)) or not hasattr(spec, "__iter__"):
+            raise TypeError(
+                f"Domain of column {key!r} must be Numeric(...), Categorical(...), a "
+                f"list of categories or a (low, high[, n_bins]) tuple, got {spec!r}."
+            )
+        else:
+            column = _categorical_spec(key, tuple(spec), dtype, handle_unknown)
+    declared = isinstance(spec, (Numeric, Categorical))
+    return replace(column, missing=nullable, declared=declared)
+
+
+def _declared_numeric_spec(key, declared, bins):
+    """The spec of a validated :class:`~skdp.schema.Numeric` declaration."""
+    low, high, integer = declared.low, declared.high, declared.integer
+    if declared.bins is None or isinstance(declared.bins, numbers.Integral):
+        n_bins = bins if declared.bins is None else declared.bins
+        return _numeric_spec(key, (low, high, int(n_bins)), bins)
+    edges = np.asarray(declared.bins, dtype=float)
+    if integer:
+        # An integer i is in the bin [e_k, e_k+1) iff ceil(e_k) <= i, so the
+        # interior edges move to ceil(e) - 0.5; a bin holding no integer goes.
+        inner = np.unique(np.ceil(edges[1:-1]) - 0.5)
+        inner = inner[(inner > low - 0.5) & (inner < high + 0.5)]
+        edges = np.concatenate([[low - 0.5], inner, [high + 0.5]])
+    return ColumnSpec(
+        key=key, edges=edges, low=float(low), high=float(high), integer=integer
+    )
+
+
+def _categorical_spec(key, categories, dtype, handle_unknown):
     if not categories:
         raise ValueError(f"Domain of column {key!r} lists no categories.")
     if len(set(categories)) != len(categories):
         raise ValueError(f"Domain of column {key!r} repeats a category.")
     other = handle_unknown == "other" and OTHER not in categories
     if getattr(dtype, "name", None) == "category":
-        missing = [c for c in categories if c not in set(dtype.categories)]
-        if missing:
+        absent = [c for c in categories if c not in set(dtype.categories)]
+        if absent:
             raise ValueError(
-                f"Domain of column {key!r} lists {missing!r}, which the column's "
+                f"Domain of column {key!r} lists {absent!r}, which the column's "
                 "categorical dtype cannot hold; add them to its categories."
             )
     return ColumnSpec(key=key, categories=categories, other=other)
@@ -247,6 +336,23 @@ def _as_object_values(values):
         )
         return array, missing
     return array, np.zeros(array.shape, bool)
+
+
+def _missing_message(spec):
+    """The error for missing values in a column without a missing level."""
+    if spec.declared:
+        kind = "Categorical" if spec.categories is not None else "Numeric"
+        return (
+            f"Column {spec.key!r} contains missing values (NaN/None) but its "
+            f"declaration says it cannot ({kind}(..., nullable=False)); impute "
+            f"them, or declare {kind}(..., nullable=True)."
+        )
+    return (
+        f"Column {spec.key!r} contains missing values (NaN/None); impute them, "
+        "declare the column nullable (Numeric(..., nullable=True) or "
+        "Categorical(..., nullable=True)), or pass missing='category' (a missing "
+        "level on every column declared by a list or a tuple) before fitting."
+    )
 
 
 def _encode_categorical(spec, values, handle_unknown):
@@ -303,11 +409,7 @@ def encode_table(columns, specs, *, handle_unknown="error", report=None):
     for j, ((key, values, _), spec) in enumerate(zip(columns, specs, strict=True)):
         array, missing = _as_object_values(values)
         if missing.any() and not spec.missing:
-            raise ValueError(
-                f"Column {key!r} contains missing values (NaN/None); impute them, "
-                "declare an explicit missing-value category, or pass "
-                "missing='category' before fitting."
-            )
+            raise ValueError(_missing_message(spec))
         present = ~missing
         column = np.full(n_rows, spec.n_levels - 1, dtype=np.int64)
         if spec.categories is not None:

@@ -20,6 +20,7 @@ from .._solvers._marginals import (
 from .._solvers._pgm import sample_codes
 from .._solvers._synth_aim import expand_codes, fit_aim
 from ..accounting import GaussianEvent, account, calibrate_noise_multiplier
+from ..schema import TableSchema
 from ..utils._sklearn import Interval, StrOptions, fit_context
 from ..utils._validation import (
     check_add_remove_delta,
@@ -27,8 +28,10 @@ from ..utils._validation import (
     enable_progress,
 )
 from ._domain import (
+    as_domain,
     as_table,
     build_specs,
+    check_domain_keys,
     encode_table,
     is_numeric_dtype,
     rebuild_table,
@@ -74,14 +77,21 @@ class DPSyntheticData(BaseEstimator):
     delta : float in (0, 1) or None, default=None
         ``None``: ``min(1e-5, n ** -1.1)`` (replace-one only: under
         add-remove it would reveal ``n``, so a value is required).
-    domain : mapping or None, default=None
-        Public domain of every column: ``column -> list of categories`` or
-        ``column -> (low, high)`` / ``(low, high, n_bins)`` (a tuple) for a
-        numeric column, an integer column when both bounds are integers
-        (declare ``(0.0, 100.0)`` for a continuous one). Keys are column
-        names for a DataFrame and column indices for an array. Required for
-        every column unless ``infer_domain`` is set (an inferred range is an
-        integer one for an integer dtype).
+    domain : TableSchema, mapping or None, default=None
+        Public domain of every column: a :class:`~skdp.schema.TableSchema`
+        (its :meth:`~skdp.schema.TableSchema.domain`), or a mapping ``column
+        -> declaration``: :class:`~skdp.schema.Numeric` ``(low, high, bins=None,
+        nullable=False)``, :class:`~skdp.schema.Categorical` ``(categories,
+        nullable=False)``, or a shorthand: a list of categories, or ``(low,
+        high)`` / ``(low, high, n_bins)`` (a tuple) for a numeric column. A
+        numeric column is an integer one when both bounds are integers
+        (declare ``(0.0, 100.0)`` for a continuous one); ``Numeric(bins=...)``
+        sets its public binning (a number of equal-width bins or the edges).
+        ``nullable=True`` declares that a column may be missing: it gets a
+        missing level (see ``missing``). Keys are column names for a DataFrame
+        and column indices for an array. Required for every column unless
+        ``infer_domain`` is set (an inferred range is an integer one for an
+        integer dtype).
     method : {"aim", "tree"}, default="aim"
         ``"aim"``: adaptive rounds of select-measure-estimate on a graphical
         model (McKenna et al. 2022). ``"tree"``: one spanning tree of 2-way
@@ -97,10 +107,25 @@ class DPSyntheticData(BaseEstimator):
     bins : int >= 1, default=32
         Number of equal-width bins of a numeric column without its own
         ``n_bins`` (integer columns use at most one bin per integer).
+    binning : {"adaptive", "fixed"}, default="adaptive"
+        ``"aim"`` only. ``"adaptive"``: after the 1-way measurements, the
+        model's levels of each numeric column are runs of adjacent public
+        bins cut at the quantiles of its noisy 1-way counts, about ``n /
+        (2 std)`` runs for ``n`` rows and noise std ``std`` (post-processing:
+        no extra budget; nearly empty tails join a run instead of taking
+        levels of their own); a bin is drawn within its run in proportion to
+        its smoothed noisy count. ``"fixed"``: every public bin is a level.
+        See Notes.
     missing : {"error", "category"}, default="error"
-        ``"category"``: every column gets a missing level (sampled back as
-        NaN/None; an integer column then comes back as float, or object for
-        categories); ``"error"``: refuse them.
+        Missing values (NaN/None) go to a missing level, sampled back as
+        NaN/None, on the columns declared ``nullable=True`` whatever this
+        says; elsewhere ``"error"`` refuses them and ``"category"`` gives a
+        missing level to every column declared by a shorthand (a list or a
+        tuple, which cannot say whether it may be missing) or inferred. A
+        ``Numeric`` or ``Categorical`` declared ``nullable=False`` never gets
+        one: declare columns one by one to keep missing values off those
+        that have none. A column with a missing level comes back as float
+        (integer ranges) or object (categories).
     handle_unknown : {"error", "other"}, default="error"
         ``"other"``: every categorical column gets the level ``"other"``,
         which undeclared values are mapped to (one warning per fit says
@@ -179,8 +204,8 @@ class DPSyntheticData(BaseEstimator):
     ranges, number of bins, the missing and other levels), the column names and
     dtypes, and the number of rows. The declared domain, not the dtypes,
     decides whether a numeric column is binned as integers (integer bounds)
-    and ``missing="category"`` gives every column a missing level: a dtype
-    that pandas or numpy infers from the values (int64 unless some row holds
+    and which columns get a missing level (``nullable`` and ``missing``): a
+    dtype that pandas or numpy infers from the values (int64 unless some row holds
     2.5 or a blank) is read from the data. The released table takes its
     categories and string types from the domain too, never from the input's
     dtype (whose categories ``astype("category")`` reads from the data); the
@@ -240,14 +265,15 @@ class DPSyntheticData(BaseEstimator):
 
     **Input handling.** Numeric values outside their range are clipped into
     it; undeclared categories are refused, or mapped to ``"other"`` with
-    ``handle_unknown="other"``; missing values are refused, or kept as a level
-    with ``missing="category"``; clipped and mapped values are reported in one
-    warning to whoever runs the fit (the curator; the warning is not part of
-    the released output). Empty input, columns of the wrong type for their
-    domain and infinite values raise ``ValueError`` before anything is
-    released (with ``infer_domain``, possibly after the private range
-    histograms ran; the fit is then rolled back and nothing is kept). A
-    single row or constant columns are fitted like any other data.
+    ``handle_unknown="other"``; missing values are kept as a level of the
+    columns that may be missing (``nullable=True``, or shorthands under
+    ``missing="category"``) and refused elsewhere; clipped and mapped values
+    are reported in one warning to whoever runs the fit (the curator; the
+    warning is not part of the released output). Empty input, columns of the
+    wrong type for their domain and infinite values raise ``ValueError``
+    before anything is released (with ``infer_domain``, possibly after the
+    private range histograms ran; the fit is then rolled back and nothing is
+    kept). A single row or constant columns are fitted like any other data.
 
     References
     ----------
@@ -279,11 +305,12 @@ class DPSyntheticData(BaseEstimator):
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither"), None],
-        "domain": [Mapping, None],
+        "domain": [Mapping, TableSchema, None],
         "method": [StrOptions({"aim", "tree"})],
         "workload": [StrOptions({"2-way", "3-way"}), list, tuple],
         "max_cells": [Interval(Integral, 1, None, closed="left")],
         "bins": [Interval(Integral, 1, None, closed="left")],
+        "binning": [StrOptions({"adaptive", "fixed"})],
         "missing": [StrOptions({"error", "category"})],
         "handle_unknown": [StrOptions({"error", "other"})],
         "infer_domain": [Interval(Real, 0, 1, closed="neither"), None],
@@ -304,6 +331,7 @@ class DPSyntheticData(BaseEstimator):
         workload="2-way",
         max_cells=200_000,
         bins=32,
+        binning="adaptive",
         missing="error",
         handle_unknown="error",
         infer_domain=None,
@@ -320,6 +348,7 @@ class DPSyntheticData(BaseEstimator):
         self.workload = workload
         self.max_cells = max_cells
         self.bins = bins
+        self.binning = binning
         self.missing = missing
         self.handle_unknown = handle_unknown
         self.infer_domain = infer_domain
@@ -357,14 +386,24 @@ class DPSyntheticData(BaseEstimator):
         workload = _workload_indices(self.workload, keys)
         delta = default_delta(len(columns[0][1])) if self.delta is None else self.delta
         delta = float(delta)
-        to_infer = _columns_to_infer(columns, self.domain, self.infer_domain)
+        domain = as_domain(self.domain)
+        to_infer = _columns_to_infer(columns, domain, self.infer_domain)
         rng = _generator(self.random_state)
         inferred, domain_events = _infer_domains(
             columns, to_infer, self.infer_domain, self.epsilon, delta, rng
         )
+        if inferred:
+            logger.info(
+                "learned ranges %s with %g of the zCDP budget (epsilon %.3g at "
+                "delta %.3g on its own)",
+                inferred,
+                self.infer_domain,
+                account(domain_events, delta).epsilon,
+                delta,
+            )
         specs = build_specs(
             columns,
-            self.domain,
+            domain,
             self.bins,
             missing=self.missing,
             handle_unknown=self.handle_unknown,
@@ -375,7 +414,16 @@ class DPSyntheticData(BaseEstimator):
             columns, specs, handle_unknown=self.handle_unknown, report=report
         )
         if report:
-            details = "; ".join(f"{k!r}: {n} {kind}" for k, (n, kind) in report.items())
+            details = "; ".join(
+                f"{k!r}: {n} {kind}"
+                + (
+                    f" (the privately learned range {inferred[k]!r}; declare the "
+                    "range to keep them)"
+                    if k in inferred
+                    else ""
+                )
+                for k, (n, kind) in report.items()
+            )
             warnings.warn(
                 f"Values outside the domain: {details}.", DomainWarning, stacklevel=2
             )
@@ -383,7 +431,7 @@ class DPSyntheticData(BaseEstimator):
         with enable_progress(self.verbose):
             if self.method == "tree":
                 fitted = _fit_tree(
-                    codes, sizes, domain_events, self.epsilon, delta, rng
+                    codes, sizes, domain_events, self.epsilon, delta, rng, keys
                 )
             else:
                 fitted = _fit_aim(
@@ -405,18 +453,15 @@ class DPSyntheticData(BaseEstimator):
                         if self.compress == "auto"
                         else bool(self.compress)
                     ),
+                    names=keys,
+                    runs_numeric=self.binning == "adaptive",
                 )
         model, selected, events, spent, z, total = fitted
         if spent.epsilon > self.epsilon * (1 + 1e-9):
             raise RuntimeError("Internal error: the run spent more than its target.")
         self.columns_ = specs
         self.domain_ = {
-            key: (
-                self.domain[key]
-                if self.domain and key in self.domain
-                else inferred[key]
-            )
-            for key in keys
+            key: domain[key] if key in domain else inferred[key] for key in keys
         }
         self.selected_ = [tuple(keys[i] for i in r) for r in selected]
         if self.method == "tree":
@@ -506,15 +551,7 @@ def _workload_indices(workload, keys):
 
 def _columns_to_infer(columns, domain, share):
     """Columns whose range is learned privately (refusing the impossible)."""
-    domain = {} if domain is None else domain
-    if not hasattr(domain, "keys"):
-        raise TypeError("domain must be a mapping column -> categories or range.")
-    keys = [key for key, _, _ in columns]
-    unknown = [key for key in domain.keys() if key not in keys]
-    if unknown:
-        raise ValueError(
-            f"domain names columns {unknown!r} that are not in X (columns: {keys!r})."
-        )
+    check_domain_keys(domain, [key for key, _, _ in columns])
     absent = [
         (key, values, dtype) for key, values, dtype in columns if key not in domain
     ]
@@ -569,14 +606,17 @@ def _infer_domains(columns, to_infer, share, epsilon, delta, rng):
     return inferred, events
 
 
-def _fit_tree(codes, sizes, domain_events, epsilon, delta, rng):
+def _fit_tree(codes, sizes, domain_events, epsilon, delta, rng, names):
     plan = MarginalPlan(codes.shape[1])
     z, _ = calibrate_noise_multiplier(
         lambda z: domain_events + plan.events(z), epsilon, delta
     )
     model, _, events = fit_tree_model(codes, sizes, plan, z, rng)
     events = domain_events + events
-    logger.info("selected tree edges %s", model.order)
+    logger.info(
+        "selected tree edges (parent, child) %s",
+        [(names[a], names[b]) for a, b in model.order],
+    )
     spent = account(events, delta)
     return model, list(model.order), events, spent, z, codes.shape[0]
 
@@ -589,6 +629,13 @@ def _fit_aim(codes, sizes, domain_events, epsilon, delta, rng, neighbouring, **o
         neighbouring=neighbouring,
     )
     rho = 1.0 / (2.0 * z**2)
+    logger.info(
+        "target epsilon %g at delta %.3g (%s): zCDP budget rho %.4g",
+        epsilon,
+        delta,
+        neighbouring,
+        rho,
+    )
     result = fit_aim(codes, sizes, rho, rng, neighbouring=neighbouring, **options)
     if result.rho_used > rho * (1 + 1e-9):
         raise RuntimeError("Internal error: the rounds exceeded their budget.")

@@ -48,7 +48,8 @@ def infer_numeric_bounds(values, noise_multiplier, rng, *, integer=False):
         Noise standard deviation divided by the sensitivity ``sqrt(2)``.
     rng : numpy.random.Generator
     integer : bool, default=False
-        Round the bounds outward to integers.
+        The bounds are the smallest and largest integers the chosen bins can
+        hold (never a value no integer in those bins can take).
 
     Returns
     -------
@@ -67,5 +68,9 @@ def infer_numeric_bounds(values, noise_multiplier, rng, *, integer=False):
         above = np.array([int(np.argmax(noisy))])
     low, high = float(edges[above[0]]), float(edges[above[-1] + 1])
     if integer:
-        low, high = int(math.floor(low)), int(math.ceil(high))
+        # The integers a bin [a, b) can hold run from ceil(a) to ceil(b) - 1:
+        # a 0/1 column's bins [0, 2**-10) and [1, sqrt 2) give (0, 1), not
+        # (0, 2). A spurious bin holding no integer gives a single value.
+        low = int(math.ceil(low))
+        high = max(low, int(math.ceil(high)) - 1)
     return (low, high), [GaussianEvent(noise_multiplier)]

@@ -1,0 +1,279 @@
+"""DPSyntheticData on the panel of public tables, against AIM, MST and noise.
+
+Every mixed table of ``benchmarks/panel.py`` (numeric and categorical
+columns; held-out tables are never in the panel), split 75/25 stratified by
+label (split seed 0); the label is one more categorical column. Each
+synthesizer is fitted on the 75% part with the panel's public declaration
+(``Numeric`` / ``Categorical``, ``nullable`` where declared) and samples as
+many rows. All methods are scored on the same codes: numeric columns in 8
+equal-width bins of their declared range, missing values a level of their
+own. Reported per table: average total-variation distance over all 2-way
+marginals and over 100 fixed random 3-way marginals, the worst 1-way TV of
+any column, train-on-synthetic-test-on-real accuracy (logistic regression on
+one-hot bins, tested on the 25% part), CPU seconds of fit plus sampling
+(``time.process_time``, fresh process) and peak resident memory
+(``ru_maxrss``).
+
+Methods: ``skdp`` (defaults: replace-one), ``skdp-ar`` (add/remove, delta
+1e-5: AIM's relation), ``skdp-32`` (the former default binning, 32
+equal-width bins as levels, replace-one), ``skdp-8`` (defaults but 8 public
+bins, the scoring bins that the incumbents get), ``independent`` (noisy
+1-way marginals on the 8-bin scoring codes, Gaussian, replace-one,
+calibrated to the same target).
+SmartNoise's AIM and MST run in their own venv through
+``bench_synthetic_incumbents.py --table NAME``; pass their JSON lines with
+``--incumbents FILE`` to print them beside.
+
+Usage::
+
+    nice -n 10 python benchmarks/bench_synthetic_panel.py              # all mixed
+    nice -n 10 python benchmarks/bench_synthetic_panel.py --tables fair mroz \
+        --seeds 0 1 --incumbents /tmp/incumbents.jsonl
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+EPSILON = 1.0
+DELTA = 1e-5
+SPLIT_SEED = 0
+SCORE_BINS = 8
+LABEL = "label"
+METHODS = ("skdp", "skdp-ar", "skdp-32", "skdp-8", "independent")
+
+
+def panel_tables(name):
+    """``(train, test, fit_domain, score_domain)`` of one panel table.
+
+    ``fit_domain`` is the public declaration (``Numeric`` / ``Categorical``
+    with ``nullable``), the label a categorical column of the declared
+    classes; ``score_domain`` is the same with 8 equal-width bins per numeric
+    column (shorthands, missing values a level of every column).
+    """
+    from panel import load_panel
+
+    from skdp.schema import Categorical, Numeric
+
+    (table,) = load_panel([name])
+    X_train, X_test, y_train, y_test = table.split(seed=SPLIT_SEED)
+    train = X_train.reset_index(drop=True).assign(**{LABEL: y_train})
+    test = X_test.reset_index(drop=True).assign(**{LABEL: y_test})
+    fit_domain, score_domain = {}, {}
+    for column, spec in table.columns.items():
+        nullable = column in table.nullable
+        if isinstance(spec, tuple):
+            fit_domain[column] = Numeric(spec[0], spec[1], nullable=nullable)
+            score_domain[column] = (spec[0], spec[1], SCORE_BINS)
+        else:
+            fit_domain[column] = Categorical(list(spec), nullable=nullable)
+            score_domain[column] = list(spec)
+    fit_domain[LABEL] = Categorical(list(table.classes))
+    score_domain[LABEL] = list(table.classes)
+    return train, test, fit_domain, score_domain
+
+
+def score_codes(train, score_domain):
+    """The 8-bin scoring codes of ``train``: ``(codes, specs, info)``."""
+    from skdp.synthetic._domain import as_table, build_specs, encode_table
+
+    columns, info = as_table(train)
+    specs = build_specs(columns, score_domain, SCORE_BINS, missing="category")
+    return encode_table(columns, specs), specs, info
+
+
+def independent_marginals(train, score_domain, epsilon, seed):
+    """Noisy 1-way marginals on the scoring codes, columns drawn independently."""
+    from skdp._solvers._marginals import COUNT_L2_SENSITIVITY, project_to_simplex
+    from skdp.accounting import GaussianEvent, account, calibrate_noise_multiplier
+    from skdp.synthetic._domain import rebuild_table
+
+    codes, specs, info = score_codes(train, score_domain)
+    n, d = codes.shape
+    z, _ = calibrate_noise_multiplier(
+        lambda z: GaussianEvent(z, count=d), epsilon, DELTA
+    )
+    rng = np.random.default_rng(seed)
+    out = np.empty_like(codes)
+    for j, spec in enumerate(specs):
+        counts = np.bincount(codes[:, j], minlength=spec.n_levels)
+        noisy = counts + z * COUNT_L2_SENSITIVITY * rng.standard_normal(counts.size)
+        probs = project_to_simplex(noisy, n)
+        out[:, j] = rng.choice(spec.n_levels, size=n, p=probs / probs.sum())
+    spent = account(GaussianEvent(z, count=d), DELTA)
+    return rebuild_table(specs, out, rng, info, None), spent.epsilon
+
+
+def scores(train, test, synth, score_domain):
+    """2-way, 3-way and worst 1-way TV on the scoring codes, and TSTR."""
+    from skdp.synthetic import marginal_error, marginal_errors, tstr_accuracy
+
+    one_way = marginal_errors(train, synth, score_domain, ways=1)[1]
+    return {
+        "tv1_max": float(one_way.max()),
+        "tv1": [float(v) for v in one_way],
+        "tv2": marginal_error(train, synth, score_domain, ways=2),
+        "tv3": marginal_error(train, synth, score_domain, ways=3),
+        "tstr": tstr_accuracy(synth, test, LABEL, score_domain, bins=SCORE_BINS),
+    }
+
+
+def run_one(table, method, seed, epsilon=EPSILON):
+    """Fit and sample one method on one table in this process."""
+    from skdp.synthetic import DPSyntheticData
+
+    train, test, fit_domain, score_domain = panel_tables(table)
+    start = time.process_time()
+    if method == "independent":
+        synth, spent = independent_marginals(train, score_domain, epsilon, seed)
+    else:
+        options = {"neighbouring": "add-remove"} if method == "skdp-ar" else {}
+        if method == "skdp-32":
+            options["binning"] = "fixed"
+        if method == "skdp-8":
+            options["bins"] = SCORE_BINS
+        model = DPSyntheticData(
+            epsilon=epsilon,
+            delta=DELTA,
+            domain=fit_domain,
+            random_state=seed,
+            **options,
+        ).fit(train)
+        synth = model.sample()
+        spent = model.privacy_spent_.epsilon
+    cpu = time.process_time() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return {
+        "table": table,
+        "method": method,
+        "epsilon": epsilon,
+        "seed": seed,
+        "spent": spent,
+        "cpu": cpu,
+        "peak_mb": peak_mb,
+        **scores(train, test, synth, score_domain),
+    }
+
+
+def mixed_tables():
+    """Names of the panel's mixed tables."""
+    from panel import TABLES, load_panel
+
+    return [t.name for t in load_panel(TABLES) if t.mixed]
+
+
+def _in_subprocess(table, method, seed):
+    spec = json.dumps({"table": table, "method": method, "seed": seed})
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", spec],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _mean(rows, key):
+    return float(np.mean([r[key] for r in rows])) if rows else float("nan")
+
+
+def report(results):
+    """The per-table comparison as text (means over seeds)."""
+    methods = [
+        m
+        for m in (*METHODS, "aim", "mst")
+        if any(r["method"].split("-patched")[0] == m for r in results)
+    ]
+    lines = []
+    for key, label in (
+        ("tv2", "2-way TV"),
+        ("tv3", "3-way TV"),
+        ("tv1_max", "worst 1-way TV"),
+        ("tstr", "TSTR"),
+        ("cpu", "CPU s"),
+        ("peak_mb", "peak MB"),
+    ):
+        lines.append(f"{label} (epsilon {EPSILON:g}, mean over seeds)")
+        lines.append(f"{'table':<22}" + "".join(f"{m:>12}" for m in methods))
+        for table in sorted({r["table"] for r in results}):
+            cells = []
+            for m in methods:
+                rows = [
+                    r
+                    for r in results
+                    if r["table"] == table and r["method"].split("-patched")[0] == m
+                ]
+                fmt = ".3f" if key.startswith(("tv", "tstr")) else ".0f"
+                cells.append(f"{_mean(rows, key):>12{fmt}}" if rows else f"{'-':>12}")
+            lines.append(f"{table:<22}" + "".join(cells))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def column_shortfalls(results):
+    """Columns whose 1-way TV under ``skdp`` exceeds the independent baseline's."""
+    lines = []
+    for table in sorted({r["table"] for r in results}):
+        ours = [r for r in results if r["table"] == table and r["method"] == "skdp"]
+        base = [
+            r for r in results if r["table"] == table and r["method"] == "independent"
+        ]
+        if not ours or not base:
+            continue
+        a = np.mean([r["tv1"] for r in ours], axis=0)
+        b = np.mean([r["tv1"] for r in base], axis=0)
+        worse = np.flatnonzero(a > b)
+        if worse.size:
+            pairs = ", ".join(f"#{j}: {a[j]:.3f} vs {b[j]:.3f}" for j in worse)
+            lines.append(f"{table}: 1-way worse than independent on {pairs}")
+    return "\n".join(lines) or "no column's 1-way TV is worse than independent's"
+
+
+def main(argv=None):
+    """Run the panel benchmark and print the per-table comparison."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", nargs="+", default=None)
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=METHODS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--incumbents", help="JSON lines of the incumbents' runs")
+    parser.add_argument("--results", help="also append every run here (JSON lines)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        spec = json.loads(args.child)
+        print(json.dumps(run_one(spec["table"], spec["method"], spec["seed"])))
+        return 0
+    tables = args.tables or mixed_tables()
+    results = []
+    for table in tables:
+        for method in args.methods:
+            for seed in args.seeds:
+                result = _in_subprocess(table, method, seed)
+                print(json.dumps(result), file=sys.stderr, flush=True)
+                if args.results:
+                    with open(args.results, "a") as handle:
+                        handle.write(json.dumps(result) + "\n")
+                results.append(result)
+    if args.incumbents:
+        with open(args.incumbents) as handle:
+            results += [
+                r
+                for r in map(json.loads, filter(str.strip, handle))
+                if r["table"] in tables
+            ]
+    print(f"Panel, 75/25 split, delta {DELTA:g}, seeds {args.seeds}:")
+    print(report(results))
+    print(column_shortfalls(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

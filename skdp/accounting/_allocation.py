@@ -1,0 +1,300 @@
+"""Rényi-DP of random allocation (balls-and-bins batches) with Gaussian noise.
+
+The mechanism (:class:`~skdp.accounting.RandomAllocationGaussianEvent`): in
+every epoch each record goes to one of ``t`` steps, uniformly and
+independently of the others; step ``j`` releases the sum of its batch's
+clipped contributions (norm at most 1 in clip-norm units) plus ``N(0, z^2 I)``.
+
+**Dominating pair [S].** Under add/remove, one epoch of this mechanism, run on
+adaptively chosen queries, is dominated in both directions by the pair
+
+    P = (1/t) sum_j N(e_j, z^2 I_t)    (the record is there)
+    Q = N(0, z^2 I_t)                   (it is not)
+
+(Chua et al., "Balls-and-bins sampling for DP-SGD", AISTATS 2025, Sec. 3:
+the dominating pair of adaptive batch linear queries under balls-and-bins;
+Feldman and Shenfeld, "Privacy amplification by random allocation", 2025,
+reduce the adaptive random allocation of any mechanism to this one). Epochs
+use fresh allocations, so their Rényi curves add (Mironov 2017, Prop. 1).
+The likelihood ratio is ``P/Q (x) = Ybar = (1/t) sum_j Y_j`` with
+``Y_j = exp((x_j - 1/2) / z^2)``; under ``Q`` the ``Y_j`` are i.i.d.
+log-normal, ``log Y_j ~ N(-1/(2 z^2), 1/z^2)``, with mean 1.
+
+**Remove direction, exact at integer orders [D].**
+``D_a(P || Q) = log E_Q[Ybar^a] / (a - 1)``. Expanding the a-th power of the
+sum by the multinomial theorem and using independence,
+``E_Q[prod_j Y_j^(a_j)] = prod_j exp(a_j (a_j - 1) / (2 z^2))``, so
+
+    E_Q[Ybar^a] = t^-a sum_{a_1+...+a_t = a} (a; a_1..a_t)
+                  prod_j exp(a_j (a_j - 1) / (2 z^2))
+                = a! [x^a] (sum_k c_k x^k)^t,  c_k = exp(k (k-1) / (2 z^2)) / (k! t^k)
+
+(the same sum as Feldman and Shenfeld 2025, Corollary 6.2, written over
+partitions there). The coefficients of the truncated power series are computed
+exactly (all terms positive, log space, binary powering: no cancellation).
+A fractional order uses the next integer order (Rényi divergence does not
+decrease with the order: van Erven and Harremoës 2014, Theorem 3).
+
+**Add direction, by quadrature [D].**
+``D_a(Q || P) = log E_Q[Ybar^-m] / m`` with ``m = a - 1``. For ``y > 0``,
+``y^-m = Gamma(m)^-1 int_0^inf s^(m-1) exp(-s y) ds``; by Fubini and
+independence,
+
+    E_Q[Ybar^-m] = Gamma(m)^-1 int_0^inf s^(m-1) phi(s/t)^t ds,
+    phi(u) = E[exp(-u Y)]  (the Laplace transform of one log-normal).
+
+``phi`` is a one-dimensional Gaussian integral (trapezoid rule on a fine grid,
+spectrally accurate for this smooth integrand); the outer integral runs on a
+grid of ``log s`` over ``[s_lo, s_hi]``. The two pieces outside are bounded,
+not dropped: below ``s_lo``, ``phi <= 1`` gives at most
+``s_lo^m / Gamma(m + 1)``; above ``s_hi`` the piece equals
+``E[Ybar^-m P(Gamma_m > s_hi Ybar)]``, decreasing in ``Ybar``, and
+``Ybar >= G = exp(mean_j log Y_j)`` (AM-GM) with ``log G ~ N(-1/(2 z^2),
+1/(t z^2))``, so it is at most ``E[G^-m P(Gamma_m > s_hi G)]`` (a
+one-dimensional Gaussian integral). Orders below 2 use order 2.
+The result is numerically exact (a relative 1e-9 allowance is added for the
+quadrature); tests check it against closed forms (``t = 1``) and direct
+two-dimensional quadrature (``t = 2``).
+
+**Always valid, used as caps [D].** The record is in exactly one step of the
+epoch, so given the (data-independent) allocation the epoch is one Gaussian
+mechanism of sensitivity 1: ``a / (2 z^2)`` in both directions (joint
+convexity of ``p^a q^(1-a)`` over the allocation). In the add direction,
+``log(Q/P) = -log Ybar <= -(1/t) sum_j log Y_j`` (AM-GM), a Gaussian privacy
+loss ``N(mu^2/2, mu^2)`` with ``mu^2 = 1/(t z^2)`` shifted by
+``(1 - 1/t) / (2 z^2)``, hence ``D_a(Q||P) <= (1 - 1/t)/(2 z^2) + a/(2 t z^2)``.
+
+**Replace-one [D].** The replaced record keeps its slot: its step is uniform
+and independent of the data either way. Replacing ``x`` by ``x'`` is removing
+``x`` (the remove direction) then adding ``x'`` (the add direction), both from
+the data set without the record, on which the same mechanism is defined. The
+weak triangle inequality (Mironov 2017, Proposition 11, ``p = q = 2``) gives
+
+    rho(a) <= (a - 1/2)/(a - 1) * rho_remove(2a) + rho_add(2a - 1),
+
+capped by the plain Gaussian bound ``2 a / z^2`` (the step's sum moves by at
+most 2 clip norms).
+"""
+
+import functools
+import math
+
+import numpy as np
+from scipy import special
+
+from ._accountant import _named, event_rdp
+from ._rdp import _as_orders
+from .events import RandomAllocationGaussianEvent
+
+__all__ = [
+    "allocation_rdp",
+    "allocation_rdp_add",
+    "allocation_rdp_remove",
+]
+
+# Highest integer order of the exact remove-direction series; above it the
+# Gaussian cap is used (the series costs O(order^2 log t)).
+_MAX_SERIES_ORDER = 512
+# Quadrature grids of the add direction: log-normal in standard units, and
+# log s of the Laplace integral (its two tails are bounded, not dropped).
+_Z_GRID = np.arange(-12.0, 12.0 + 1e-9, 0.02)
+_LOG_S_LO, _LOG_S_HI, _LOG_S_STEP = -30.0, 25.0, 0.01
+_LOG_S_CHUNK = 256
+# Relative allowance added to each quadrature moment (its accuracy is far
+# better; see tests/test_allocation_accounting.py).
+_QUADRATURE_ALLOWANCE = 1e-9
+
+
+def _gaussian_cap(orders, z):
+    """``a / (2 z^2)``: one Gaussian step of sensitivity 1 an epoch."""
+    return orders / (2.0 * z * z)
+
+
+def _log_series_product(a, b):
+    """Log coefficients of the product of two series (log coefficients a, b).
+
+    Truncated at the common length; all coefficients positive, so the
+    log-sum-exp is exact up to rounding.
+    """
+    size = a.size
+    n = np.arange(size)
+    lag = n[:, None] - n[None, :]
+    shifted = np.where(lag >= 0, b[np.clip(lag, 0, size - 1)], -np.inf)
+    return special.logsumexp(a[None, :] + shifted, axis=1)
+
+
+@functools.lru_cache(maxsize=64)
+def _log_remove_moments(steps, z):
+    """``log E_Q[Ybar^k]`` for ``k = 0 .. _MAX_SERIES_ORDER`` (exact series).
+
+    ``E_Q[Ybar^k] = k! [x^k] (sum_j c_j x^j)^t`` with ``log c_j = j (j-1) /
+    (2 z^2) - log j! - j log t`` (module docstring); the power is taken by
+    repeated squaring of the truncated series.
+    """
+    k = np.arange(_MAX_SERIES_ORDER + 1, dtype=float)
+    base = (
+        k * (k - 1.0) / (2.0 * z * z) - special.gammaln(k + 1.0) - k * math.log(steps)
+    )
+    result = np.full(k.size, -np.inf)
+    result[0] = 0.0
+    power = int(steps)
+    while power:
+        if power & 1:
+            result = _log_series_product(result, base)
+        power >>= 1
+        if power:
+            base = _log_series_product(base, base)
+    moments = special.gammaln(k + 1.0) + result
+    moments.setflags(write=False)
+    return moments
+
+
+def allocation_rdp_remove(orders, steps_per_epoch, noise_multiplier):
+    """RDP of one epoch of random allocation, remove direction ``D_a(P || Q)``.
+
+    Exact at integer orders up to 512 (Feldman and Shenfeld 2025, Cor. 6.2;
+    module docstring); a fractional order takes the next integer's value
+    (monotonicity in the order), and orders beyond 512 the Gaussian cap
+    ``a / (2 z^2)``.
+
+    Parameters
+    ----------
+    orders : array-like of float
+    steps_per_epoch : int
+    noise_multiplier : float
+
+    Returns
+    -------
+    rdp : ndarray of shape (n_orders,)
+    """
+    orders = _as_orders(orders)
+    z = float(noise_multiplier)
+    cap = _gaussian_cap(orders, z)
+    if steps_per_epoch == 1:
+        return cap
+    moments = _log_remove_moments(int(steps_per_epoch), z)
+    integer = np.ceil(orders - 1e-12)
+    inside = integer <= _MAX_SERIES_ORDER
+    index = np.where(inside, integer, 2).astype(int)
+    exact = moments[index] / (index - 1.0)
+    # Rounding allowance: a relative 1e-12 on the moment.
+    exact = exact + 1e-12 / (index - 1.0)
+    return np.where(inside, np.minimum(exact, _gaussian_cap(integer, z)), cap)
+
+
+@functools.lru_cache(maxsize=64)
+def _add_direction_grid(steps, z):
+    """``t log phi(s / t)`` on the grid of ``log s`` (module docstring)."""
+    mean, sd = -0.5 / (z * z), 1.0 / z
+    weights = np.exp(-0.5 * _Z_GRID**2)
+    weights /= weights.sum()
+    log_weights = np.log(weights)
+    y = np.exp(mean + sd * _Z_GRID)
+    log_s = np.arange(_LOG_S_LO, _LOG_S_HI + 1e-9, _LOG_S_STEP)
+    out = np.empty(log_s.size)
+    for start in range(0, log_s.size, _LOG_S_CHUNK):
+        u = np.exp(log_s[start : start + _LOG_S_CHUNK]) / steps
+        uy = u[:, None] * y[None, :]
+        # E[1 - exp(-uY)] is accurate for small u; the log-sum-exp for large u.
+        gap = -np.expm1(-uy) @ weights
+        log_phi = np.where(
+            gap < 0.5,
+            np.log1p(-np.minimum(gap, 0.5)),
+            special.logsumexp(log_weights[None, :] - uy, axis=1),
+        )
+        out[start : start + _LOG_S_CHUNK] = steps * log_phi
+    out.setflags(write=False)
+    log_s.setflags(write=False)
+    return log_s, out
+
+
+def _log_add_moment(m, steps, z):
+    """An upper bound on ``log E_Q[Ybar^-m]`` for ``m >= 1`` (quadrature)."""
+    log_s, t_log_phi = _add_direction_grid(steps, z)
+    main = (
+        special.logsumexp(m * log_s + t_log_phi)
+        + math.log(_LOG_S_STEP)
+        - special.gammaln(m)
+    )
+    left = m * _LOG_S_LO - special.gammaln(m + 1.0)
+    # Right piece: E[G^-m P(Gamma_m > s_hi G)], log G ~ N(mean, sd^2 / t).
+    weights = np.exp(-0.5 * _Z_GRID**2)
+    weights /= weights.sum()
+    log_g = -0.5 / (z * z) + _Z_GRID / (z * math.sqrt(steps))
+    with np.errstate(divide="ignore"):
+        log_tail = np.log(special.gammaincc(m, np.exp(_LOG_S_HI + log_g)))
+    right = special.logsumexp(np.log(weights) - m * log_g + log_tail)
+    total = np.logaddexp(np.logaddexp(main, left), right)
+    return float(total) + _QUADRATURE_ALLOWANCE
+
+
+def allocation_rdp_add(orders, steps_per_epoch, noise_multiplier):
+    """RDP of one epoch of random allocation, add direction ``D_a(Q || P)``.
+
+    Numerically exact by the Laplace-transform quadrature of the module
+    docstring, capped by the Gaussian bound ``a / (2 z^2)`` and the shifted
+    Gaussian bound ``(1 - 1/t)/(2 z^2) + a/(2 t z^2)`` (AM-GM). Orders below 2
+    use order 2 (monotonicity in the order).
+
+    Parameters
+    ----------
+    orders : array-like of float
+    steps_per_epoch : int
+    noise_multiplier : float
+
+    Returns
+    -------
+    rdp : ndarray of shape (n_orders,)
+    """
+    orders = _as_orders(orders)
+    z, t = float(noise_multiplier), int(steps_per_epoch)
+    lifted = np.maximum(orders, 2.0)
+    cap = np.minimum(
+        _gaussian_cap(lifted, z),
+        (1.0 - 1.0 / t) / (2.0 * z * z) + lifted / (2.0 * t * z * z),
+    )
+    if t == 1:
+        return np.minimum(cap, _gaussian_cap(orders, z))
+    exact = np.array([_log_add_moment(a - 1.0, t, z) / (a - 1.0) for a in lifted])
+    return np.minimum(exact, cap)
+
+
+def allocation_rdp(orders, steps_per_epoch, noise_multiplier, neighbouring):
+    """RDP of one epoch of random allocation under ``neighbouring``.
+
+    Add/remove: the larger of the two directions. Replace-one: remove then
+    add, by the weak triangle inequality, capped by ``2 a / z^2`` (module
+    docstring).
+
+    Parameters
+    ----------
+    orders : array-like of float
+    steps_per_epoch : int
+    noise_multiplier : float
+    neighbouring : {"replace-one", "add-remove"}
+
+    Returns
+    -------
+    rdp : ndarray of shape (n_orders,)
+    """
+    orders = _as_orders(orders)
+    t, z = int(steps_per_epoch), float(noise_multiplier)
+    if neighbouring == "add-remove":
+        return np.maximum(
+            allocation_rdp_remove(orders, t, z), allocation_rdp_add(orders, t, z)
+        )
+    chained = (orders - 0.5) / (orders - 1.0) * allocation_rdp_remove(
+        2.0 * orders, t, z
+    ) + allocation_rdp_add(2.0 * orders - 1.0, t, z)
+    return np.minimum(chained, 2.0 * orders / (z * z))
+
+
+@event_rdp.register
+def _(event: RandomAllocationGaussianEvent, orders, neighbouring):
+    curve = allocation_rdp(
+        orders, event.steps_per_epoch, event.noise_multiplier, neighbouring
+    )
+    name = "random-allocation"
+    if neighbouring == "replace-one":
+        name += " (replace-one by weak triangle)"
+    return _named(event.epochs * curve, name)
