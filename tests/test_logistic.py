@@ -14,6 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp._solvers._sgd import (
     _temperature_derivatives,
+    anchor_logits,
     auto_clip_fraction,
     auto_step_boost,
     fit_temperature,
@@ -523,7 +524,11 @@ def test_temperature_row_contribution_within_its_bound(n_classes):
         W = rng.normal(0.0, rng.choice([0.1, 3.0, 100.0]), size=(d + 1, n_out))
         x = rng.normal(size=(1, d))
         code = np.array([rng.integers(n_classes)])
-        v = _temperature_derivatives(x, code, W, row_norm=5.0, fit_intercept=True)
+        prior = rng.dirichlet(np.full(n_classes, rng.choice([0.05, 1.0])))
+        anchor = anchor_logits(np.log(np.maximum(prior, 1e-300)))
+        v = _temperature_derivatives(
+            x, code, W, anchor, row_norm=5.0, fit_intercept=True
+        )
         # The sum over one row is that row's contribution.
         largest = max(largest, np.linalg.norm(v))
         assert np.linalg.norm(v) <= bound * (1 + 1e-12)
@@ -567,11 +572,15 @@ def test_temperature_improves_log_loss_on_noisy_labels():
     # The small-budget clip (5% of the bound), which makes a model
     # over-confident on noisy labels; at this budget and n the "auto" clip
     # would be larger and the model calibrated already.
-    clip = DPLogisticRegression()._plan(n, 2).clip_norm
+    clip = DPLogisticRegression(row_norm=1.0)._plan(n, 2).clip_norm
     losses = {}
     for share in (0.0, 0.1):
         est = DPLogisticRegression(
-            epsilon=1.0, calibration_share=share, max_grad_norm=clip, random_state=0
+            epsilon=1.0,
+            calibration_share=share,
+            row_norm=1.0,
+            max_grad_norm=clip,
+            random_state=0,
         )
         est.fit(X, y)
         losses[share] = log_loss(y_test, est.predict_proba(X_test))
@@ -583,28 +592,14 @@ def test_temperature_stays_one_when_the_release_is_noise():
     X = rng.normal(size=(50, 3))
     codes = (rng.random(50) < 0.5).astype(int)
     W = rng.normal(size=(4, 1))
-    plan = make_plan(
-        n_samples=50,
-        n_classes=2,
-        row_norm=2.0,
-        batch_size=10,
-        epochs=1,
-        sampling="poisson",
-        solver="dp-sgd",
-        learning_rate=0.1,
-        lr_schedule="constant",
-        l2=0.0,
-        l1=0.0,
-        clip_norm=1.0,
-        projection_radius=None,
-        calibration_noise=1e6,
-    )
+    anchor = np.array([0.3])
     picks = [
         fit_temperature(
             X,
             codes,
             W,
-            plan,
+            anchor,
+            1e6 * temperature_bound(2),
             row_norm=2.0,
             fit_intercept=True,
             rng=np.random.default_rng(seed),

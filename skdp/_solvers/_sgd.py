@@ -26,11 +26,14 @@ __all__ = [
     "auto_clip_fraction",
     "auto_epochs",
     "auto_step_boost",
+    "calibrate_probabilities",
     "fit_temperature",
     "make_plan",
     "poisson_batch",
+    "public_shrinkage",
     "run_logistic_sgd",
     "temperature_bound",
+    "tail_noise_variance",
     "temperature_sensitivity",
 ]
 
@@ -121,16 +124,36 @@ _AUTO_CLIP_RHO = (0.2, 0.05)
 # gap to tuned DP-SGD at eps 0.5-2 (docs/logistic.md).
 _AUTO_STEP_NOISE = (0.017, 0.011)
 _AUTO_STEP_BOOST_MAX = 2.0
+# No row bound (``row_norm=None``, the estimator's default): per-example
+# clipping alone bounds a Poisson step's sensitivity, so nothing depends on the
+# scale of the rows. "auto" clips at 1 and steps by 2 / clip norm, capped at a
+# small budget like the bounded step (travel ``_UNBOUNDED_TRAVEL[relation] * n
+# * epsilon`` in units of 1/32 of that step); the noise-dependent clip and step
+# rules below are for bounded rows only. Chosen on the panel of public tables
+# (docs/benchmarks.md, "Defaults chosen on the panel").
+_UNBOUNDED_CLIP = 1.0
+_UNBOUNDED_STEP = 2.0
+_UNBOUNDED_TRAVEL = {"replace-one": 3.0, "add-remove": 8.0}
+# Rows are fed to the loss unprojected; only astronomically large ones are put
+# on a ball of this radius first (see :func:`tame_rows`).
+UNBOUNDED_ROW_NORM = 1e30
 _AUTO_EPOCHS = {"cyclic": 10, "shuffle": 10, "poisson": 30}
 _AUTO_EPOCHS_PER_EPSILON = {"replace-one": 15, "add-remove": 30}
 _AUTO_EPOCHS_MAX = 120
-# Temperature fit (``calibration_noise``): the derivative of the training
-# log-loss in a temperature ``a`` (logits times ``a``) on this public grid,
-# released once with Gaussian noise; logits are clipped to this bound there.
-TEMPERATURE_GRID = 2.0 ** (np.arange(-12, 4) / 3.0)  # 1/16 .. 2, holds 1.0
+# Probability floor (``calibration_noise``, :func:`calibrate_probabilities`):
+# the logits ``s`` move along the path ``m + a (s - m)`` from the private
+# prior's ``m`` (``a = 0``) to the model's (``a = 1``). The derivative of the
+# training log-loss in ``a`` on this public grid is released once with
+# Gaussian noise; offsets ``s - m`` are clipped to this bound there.
+TEMPERATURE_GRID = np.concatenate([[0.0], 2.0 ** (np.arange(-12, 4) / 3.0)])
 TEMPERATURE_LOGIT_BOUND = 10.0
-# A temperature is kept only if its integrated noisy loss beats that of 1.0
-# by this many standard deviations of the noise (else the model is unchanged).
+# Share of the release's inverse variance spent on the class counts (the rest
+# on the derivative), and the strength of the public shrinkage that sets the
+# starting point on the path (docs/benchmarks.md, "The probability floor").
+_PRIOR_WEIGHT = 0.5
+_SHRINK_STRENGTH = 0.5
+# Another point of the path is taken only if its integrated noisy loss beats
+# the starting point's by this many standard deviations of the noise.
 _TEMPERATURE_MARGIN = 2.0
 
 
@@ -400,14 +423,23 @@ def make_plan(
     its "auto" step shrinks by the same factor as the clip grows; neither
     changes the privacy events, so the noise calibrated without them stands.
 
-    ``row_norm=None`` plans a run on an unbounded loss (what ``skdp account``
-    describes without ``--row-norm``): no gradient bound, so the clip norm is
-    the sensitivity, no last-iterate bound, and the learning rate and clip norm
-    must be numbers.
+    ``row_norm=None`` plans a run on rows of unknown norm (the estimator's
+    default, and what ``skdp account`` describes without ``--row-norm``): no
+    gradient bound, so the clip norm is the sensitivity and no last-iterate
+    bound applies. Poisson "auto" values are then a clip norm of
+    ``_UNBOUNDED_CLIP`` and a step of ``_UNBOUNDED_STEP / clip`` (lowered at
+    a small budget, :func:`_unbounded_step`); cyclic and shuffled batches
+    need numbers.
     """
-    if row_norm is None:
-        if learning_rate == "auto" or clip_norm == "auto":
-            raise ValueError("without a row norm, give the learning rate and clip norm")
+    unbounded = row_norm is None
+    if unbounded:
+        if sampling != "poisson" and "auto" in (learning_rate, clip_norm):
+            raise ValueError(
+                f"batch_sampling={sampling!r} without a row_norm needs a "
+                "learning_rate and a max_grad_norm: its 'auto' step and clip are "
+                "set from the row bound. Declare row_norm, give both, or use "
+                "batch_sampling='poisson'."
+            )
         gradient_bound = smoothness = np.inf
     else:
         gradient_bound, smoothness = logistic_constants(row_norm, n_classes)
@@ -424,11 +456,15 @@ def make_plan(
     clip_fraction = _AUTO_CLIP_FACTOR[sampling]
     boost = 1.0
     noise_known = noise_multiplier is not None and n_params is not None
-    if sampling == "poisson" and solver == "dp-sgd" and noise_known:
+    if sampling == "poisson" and solver == "dp-sgd" and noise_known and not unbounded:
         rho = noise_multiplier * np.sqrt(n_params) / batch_size
         clip_fraction = auto_clip_fraction(rho)
         boost = auto_step_boost(noise_multiplier / batch_size)
-    if learning_rate == "auto":
+    if learning_rate == "auto" and unbounded:
+        eta0 = _unbounded_step(
+            n_samples, n_batches, epochs, epsilon, neighbouring, solver, clip_norm
+        )
+    elif learning_rate == "auto":
         factor = _AUTO_LR_FACTOR[sampling]
         if sampling == "poisson" and solver == "dp-sgd" and epsilon is not None:
             travel = _AUTO_TRAVEL[neighbouring] * n_samples * epsilon
@@ -444,7 +480,9 @@ def make_plan(
     else:  # "decreasing": eta0 / (1 + epoch)
         rates = eta0 / (1.0 + steps // n_batches)
     rates.setflags(write=False)
-    if clip_norm == "auto":
+    if clip_norm == "auto" and unbounded:
+        clip = _UNBOUNDED_CLIP
+    elif clip_norm == "auto":
         clip = clip_fraction * gradient_bound
     else:
         clip = float(clip_norm)
@@ -471,6 +509,22 @@ def make_plan(
     )
 
 
+def _unbounded_step(n_samples, n_batches, epochs, epsilon, neighbouring, solver, clip):
+    """The "auto" Poisson step without a row bound: ``_UNBOUNDED_STEP / clip``.
+
+    Lowered with a target epsilon (DP-SGD) so that the steps cover at most
+    ``_UNBOUNDED_TRAVEL[neighbouring] * n * epsilon`` units of 1/32 of the
+    full step, as the bounded "auto" step is (``_AUTO_TRAVEL``, whose full
+    step is 64 units). Public inputs only.
+    """
+    clip = _UNBOUNDED_CLIP if clip == "auto" else float(clip)
+    factor = 1.0
+    if solver == "dp-sgd" and epsilon is not None:
+        travel = _UNBOUNDED_TRAVEL[neighbouring] * n_samples * epsilon
+        factor = min(1.0, travel / (n_batches * epochs) / _AUTO_LR_FACTOR["poisson"])
+    return _UNBOUNDED_STEP * factor / clip
+
+
 def row_projection(raw_norms, row_norm, fit_intercept):
     """Scale and norm of rows projected onto the public ball, intercept included.
 
@@ -493,9 +547,12 @@ def row_projection(raw_norms, row_norm, fit_intercept):
         Norm of each projected row fed to the loss.
     """
     raw = np.asarray(raw_norms, dtype=float)
-    scale = np.minimum(
-        1.0, feature_norm(row_norm, fit_intercept) / np.maximum(raw, 1e-300)
-    )
+    radius = feature_norm(row_norm, fit_intercept)
+    # Only rows beyond the ball are scaled (no division by tiny norms, which
+    # overflows against the unbounded radius).
+    scale = np.ones_like(raw)
+    beyond = raw > radius
+    scale[beyond] = radius / raw[beyond]
     norm = raw * scale
     if fit_intercept:
         norm = np.sqrt(norm**2 + 1.0)
@@ -732,81 +789,209 @@ def temperature_sensitivity(neighbouring):
     return 2.0 if neighbouring == "replace-one" else 1.0
 
 
+def release_log_prior(codes, n_classes, std, rng):
+    """Log of a private class prior: Gaussian class counts, shrunk to uniform.
+
+    The counts get Gaussian noise of std ``std`` (one row adds a one-hot
+    vector, of norm 1), are floored at 1 and normalised; the result is then
+    moved towards the uniform prior by the share of the noisy counts' spread
+    that the noise (known) is expected to make up, a positive-part
+    James-Stein factor ``max(0, 1 - K std^2 / sum_k (c_k - c / K)^2)``: with
+    little budget a noisy count cannot pick a wrong majority class.
+    Post-processing of the one release.
+
+    Parameters
+    ----------
+    codes : ndarray of int
+    n_classes : int
+    std : float
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n_classes,)
+    """
+    counts = np.bincount(codes, minlength=n_classes).astype(float)
+    noisy = counts + rng.normal(0.0, std, size=n_classes)
+    prior = np.maximum(noisy, 1.0)
+    prior /= prior.sum()
+    spread = float(np.sum((noisy - noisy.sum() / n_classes) ** 2))
+    weight = max(0.0, 1.0 - n_classes * std**2 / max(spread, 1e-300))
+    return np.log(weight * prior + (1.0 - weight) / n_classes)
+
+
+def anchor_logits(log_prior):
+    """Logits of the constant prior predictor in the model's output layout."""
+    if log_prior.size == 2:
+        return np.array([log_prior[1] - log_prior[0]])
+    return log_prior - log_prior.mean()
+
+
+def tail_noise_variance(plan, noise_multiplier):
+    """Per-coordinate variance of the injected noise left in the released model.
+
+    Each step adds Gaussian noise of std ``plan.noise_std(z)[t]`` to every
+    coordinate; only the penalty is taken to contract it (``1 - eta_t l2`` a
+    step, the loss as if flat), and the model is the average of the last
+    ``tail_fraction`` of the iterates (the last one at 0). Exact for a flat
+    loss, larger than the truth where the loss curves. Public: a function of
+    the plan and the noise multiplier only.
+    """
+    std = np.asarray(plan.noise_std(noise_multiplier), dtype=float)
+    rates = np.asarray(plan.learning_rates, dtype=float)
+    T = std.size
+    tail = max(1, int(round(plan.tail_fraction * T)))
+    contraction = 1.0 - rates * plan.l2
+    weight = np.empty(T)  # weight[i]: how much of step i's noise the output holds
+    carry = 0.0
+    for i in range(T - 1, -1, -1):
+        carry = float(i >= T - tail) + (
+            contraction[i + 1] * carry if i + 1 < T else 0.0
+        )
+        weight[i] = carry / tail
+    return float(np.sum((std * weight) ** 2))
+
+
+def public_shrinkage(W, energy, fit_intercept, strength=_SHRINK_STRENGTH):
+    """The share of the coefficients that is not expected to be noise.
+
+    A positive-part James-Stein factor ``kappa = max(0, 1 - strength * E /
+    ||coef||^2)``, ``E`` the expected energy of the injected noise in the
+    coefficients (:func:`tail_noise_variance` times their number). Public:
+    a function of the released model, the plan and the noise multiplier.
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    coef = W[:-1] if fit_intercept else W
+    norm2 = float(np.sum(coef**2))
+    return max(0.0, 1.0 - strength * energy * coef.size / max(norm2, 1e-300))
+
+
+def _anchored(W, anchor, a, fit_intercept):
+    """Weights of the logits ``a s + (1 - a) m`` (``m`` the anchor)."""
+    W = W * a
+    if fit_intercept:
+        W[-1] += (1.0 - a) * anchor
+    return W
+
+
 def temperature_bound(n_classes):
     """Bound on the L2 norm of one row's vector of loss derivatives on the grid.
 
-    With logits clipped to ``[-S, S]``, the derivative of one row's log-loss
-    in the temperature is ``(p - y) s`` (binary: at most ``S`` in absolute
-    value) or ``sum_k (p_k - y_k) s_k`` (softmax: at most ``||p - y||_1 S <=
-    2 S``) at every grid point.
+    With the offsets ``d = s - m`` of the model's logits from the anchor
+    clipped to ``[-S, S]``, the derivative in ``a`` of one row's log-loss at
+    the logits ``m + a d`` is ``(p - y) d`` (binary: at most ``S``) or
+    ``sum_k (p_k - y_k) d_k`` (softmax: at most ``||p - y||_1 S <= 2 S``) at
+    every grid point.
     """
     per_point = TEMPERATURE_LOGIT_BOUND * (1.0 if n_classes == 2 else 2.0)
     return per_point * np.sqrt(TEMPERATURE_GRID.size)
 
 
-def _temperature_derivatives(X, codes, W, row_norm, fit_intercept, chunk=65536):
+def _temperature_derivatives(X, codes, W, anchor, row_norm, fit_intercept, chunk=65536):
     """Sum over rows of each row's derivative vector (exact; read in chunks)."""
     binary = W.shape[1] == 1
     grid = TEMPERATURE_GRID
     total = np.zeros(grid.size)
+    if row_norm is None:
+        row_norm = UNBOUNDED_ROW_NORM
     radius = feature_norm(row_norm, fit_intercept)
     for lo in range(0, X.shape[0], chunk):
         Xb = np.asarray(X[lo : lo + chunk], dtype=float)
         raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
         Xb, raw = tame_rows(Xb, raw, radius)
         scale, _ = row_projection(raw, row_norm, fit_intercept)
-        logits = np.clip(
-            _scores(W, Xb, scale, fit_intercept),
-            -TEMPERATURE_LOGIT_BOUND,
-            TEMPERATURE_LOGIT_BOUND,
-        )
+        offsets = _scores(W, Xb, scale, fit_intercept) - anchor
+        if not binary:
+            offsets -= offsets.mean(axis=1, keepdims=True)
+        offsets = np.clip(offsets, -TEMPERATURE_LOGIT_BOUND, TEMPERATURE_LOGIT_BOUND)
         labels = codes[lo : lo + chunk]
         if binary:
-            s = logits[:, 0]
-            p = expit(np.multiply.outer(s, grid))  # (b, grid)
-            total += ((p - labels[:, None]) * s[:, None]).sum(axis=0)
+            d = offsets[:, 0]
+            p = expit(anchor[0] + np.multiply.outer(d, grid))  # (b, grid)
+            total += ((p - labels[:, None]) * d[:, None]).sum(axis=0)
         else:
-            own = logits[np.arange(labels.size), labels]
+            own = offsets[np.arange(labels.size), labels]
             for j, a in enumerate(grid):
-                p = softmax(a * logits, axis=1)
-                total[j] += float(np.sum(np.einsum("ik,ik->i", p, logits) - own))
+                p = softmax(anchor + a * offsets, axis=1)
+                total[j] += float(np.sum(np.einsum("ik,ik->i", p, offsets) - own))
     return total
 
 
-def fit_temperature(X, codes, W, plan, *, row_norm, fit_intercept, rng):
-    """A private temperature for the trained model: the factor for its logits.
+def fit_temperature(
+    X, codes, W, anchor, std, *, row_norm, fit_intercept, rng, start=1.0
+):
+    """A private point ``a`` on the path from the prior to the model.
 
     Post-hoc temperature scaling (Guo et al. 2017, "On calibration of modern
-    neural networks") made private: the derivative of the training log-loss
-    in the temperature ``a`` is summed over the rows at every point of the
-    public ``TEMPERATURE_GRID`` and released once, with Gaussian noise of std
-    ``plan.calibration_noise`` times :func:`temperature_bound`. The released
-    derivatives are integrated along the grid (trapezoids) into the change of
-    loss from temperature 1, whose noise standard deviation is known; the
-    grid point minimising that change plus ``_TEMPERATURE_MARGIN`` noise
-    standard deviations is returned (1, no change, unless the data speak
-    clearly): post-processing. Multiplying the model by a positive factor
-    changes no predicted class.
-
-    Parameters
-    ----------
-    X, codes : the training rows and class indices (read once, in chunks)
-    W : ndarray of shape (n_features + fit_intercept, n_outputs)
-    plan : SGDPlan with ``calibration_noise`` set
-    row_norm : float
-    fit_intercept : bool
-    rng : numpy.random.Generator
+    neural networks") made private and anchored at the prior: the derivative
+    in ``a`` of the training log-loss of the logits ``m + a (s - m)`` (``m``
+    the anchor; ``a = 0`` the prior, ``a = 1`` the model) is summed over the
+    rows at every point of the public ``TEMPERATURE_GRID`` and released once
+    with Gaussian noise of std ``std``. The released derivatives are
+    integrated along the grid (trapezoids) into the change of loss from the
+    grid point nearest ``start`` (a public starting point), whose noise
+    standard deviation is known; the grid point minimising that change plus
+    ``_TEMPERATURE_MARGIN`` noise standard deviations is returned (the
+    starting point, unless the data speak clearly).
 
     Returns
     -------
     float
     """
-    derivative = _temperature_derivatives(X, codes, W, row_norm, fit_intercept)
-    std = plan.calibration_noise * temperature_bound(plan.n_classes)
+    derivative = _temperature_derivatives(X, codes, W, anchor, row_norm, fit_intercept)
     noisy = derivative + rng.normal(0.0, std, size=derivative.shape)
-    change = _LOSS_CHANGE @ noisy
-    noise = std * np.linalg.norm(_LOSS_CHANGE, axis=1)
+    ref = int(np.argmin(np.abs(TEMPERATURE_GRID - start)))
+    weights = _LOSS_CHANGE - _LOSS_CHANGE[ref]
+    change = weights @ noisy
+    noise = std * np.linalg.norm(weights, axis=1)
     return float(TEMPERATURE_GRID[int(np.argmin(change + _TEMPERATURE_MARGIN * noise))])
+
+
+def calibrate_probabilities(
+    X, codes, W, plan, noise_multiplier, *, row_norm, fit_intercept, rng
+):
+    """The probability floor: the trained model moved towards a private prior.
+
+    Two releases through one Gaussian budget of ``plan.calibration_noise``
+    (per unit of one row's bound; see :meth:`SGDPlan.events`): (1) the class
+    counts, with ``_PRIOR_WEIGHT`` of the budget's inverse variance, give a
+    private prior (:func:`release_log_prior`); (2) :func:`fit_temperature`,
+    with the rest, picks a point ``a`` on the path ``m + a (s - m)`` from the
+    prior's logits ``m`` to the model's ``s``, starting from the share of
+    the coefficients that the injected noise is not expected to make up
+    (:func:`public_shrinkage`, public) and leaving it only when the training
+    loss says so clearly. Without an intercept the anchor is the uniform
+    prediction (logits 0).
+    """
+    n_classes = plan.n_classes
+    budget = plan.calibration_noise
+    if fit_intercept:
+        log_prior = release_log_prior(
+            codes, n_classes, budget / math.sqrt(_PRIOR_WEIGHT), rng
+        )
+        anchor = anchor_logits(log_prior)
+        share = 1.0 - _PRIOR_WEIGHT
+    else:
+        anchor = np.zeros(W.shape[1])
+        share = 1.0
+    energy = tail_noise_variance(plan, noise_multiplier)
+    start = public_shrinkage(W, energy, fit_intercept)
+    std = budget / math.sqrt(share) * temperature_bound(n_classes)
+    a = fit_temperature(
+        X,
+        codes,
+        W,
+        anchor,
+        std,
+        row_norm=row_norm,
+        fit_intercept=fit_intercept,
+        rng=rng,
+        start=start,
+    )
+    return _anchored(W, anchor, a, fit_intercept)
 
 
 def _take_rows(X, rows, buffer):
@@ -893,8 +1078,9 @@ def run_logistic_sgd(
         may be for another size (under add/remove, the released count): its
         rate and steps are used as they are, on the rows of ``X``.
     noise_multiplier : float
-    row_norm : float
-        Rows (with the intercept column) are projected onto this ball.
+    row_norm : float or None
+        Rows (with the intercept column) are projected onto this ball; None:
+        rows are used as they are (per-example clipping bounds the steps).
     fit_intercept : bool
     rng : numpy.random.Generator
     init : ndarray or None
@@ -913,6 +1099,8 @@ def run_logistic_sgd(
             f"The plan is for {plan.n_samples} rows, X has {X.shape[0]}: cyclic "
             "and shuffled batches need the plan of the data's size."
         )
+    if row_norm is None:
+        row_norm = UNBOUNDED_ROW_NORM
     binary = plan.n_classes == 2
     n_out = 1 if binary else plan.n_classes
     d = X.shape[1] + int(fit_intercept)
@@ -1032,7 +1220,14 @@ def run_logistic_sgd(
             )
     W = W_sum / n_averaged
     if plan.calibration_noise is not None:
-        W = W * fit_temperature(
-            X, codes, W, plan, row_norm=row_norm, fit_intercept=fit_intercept, rng=rng
+        W = calibrate_probabilities(
+            X,
+            codes,
+            W,
+            plan,
+            noise_multiplier,
+            row_norm=row_norm,
+            fit_intercept=fit_intercept,
+            rng=rng,
         )
     return W, plan.events(noise_multiplier)

@@ -22,7 +22,12 @@ class LinearClassifierPredictMixin:
     """
 
     def _effective_row_norm(self):
-        """Row-norm bound with the intercept's constant column appended."""
+        """Row-norm bound with the intercept's constant column appended.
+
+        None when no bound is declared (``row_norm=None``).
+        """
+        if self.row_norm is None:
+            return None
         if self.fit_intercept:
             return math.sqrt(self.row_norm**2 + 1.0)
         return float(self.row_norm)

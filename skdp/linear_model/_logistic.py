@@ -57,14 +57,19 @@ __all__ = ["DPLogisticRegression"]
 # within 0.7 points). The 5-seed gains that prompted the idea were mostly
 # seed noise (digits, replace-one: +0.063 on seeds 0-4).
 _DEFAULT_BATCH_SIZE = 256
-# Share of epsilon for the temperature fit: at 0.1 it cuts Adult's test
-# log-loss from 0.440 to 0.325 at epsilon 1 (0.432 to 0.323 at 8) and leaves
-# accuracy and the other data sets' log-loss within noise (docs/benchmarks.md).
-_AUTO_CALIBRATION_SHARE = 0.1
+# Share of epsilon for the probability floor (private prior and a private
+# point on the path from it to the model): 0.2 keeps the panel's test
+# log-loss at or below the class prior's on more tables than 0.1
+# (docs/benchmarks.md, "The probability floor").
+_AUTO_CALIBRATION_SHARE = 0.2
 # Under add/remove n is private: a Gaussian count of the rows is released
 # first with this share of epsilon and of delta, and the plan is set from it
 # (docs/benchmarks.md, "Add/remove without reading n").
 _COUNT_SHARE = 0.02
+# Cyclic and shuffled batches set their "auto" step, clip and last-iterate
+# bound from a row bound; without a declared one they keep the unit ball of
+# earlier releases (documented under ``row_norm``; docs/logistic.md).
+_CYCLIC_ROW_NORM = 1.0
 
 
 _CALIBRATION_CACHE = OrderedDict()
@@ -185,11 +190,12 @@ class DPLogisticRegression(
 ):
     """Logistic regression with differential privacy, by DP-SGD or DP-SGLD.
 
-    Binary or multinomial (softmax). Rows are projected onto a ball of public
-    radius ``row_norm`` (a per-record map, free of privacy cost); per-example
-    gradients are clipped; Gaussian noise is added at every step. The model is
-    the last iterate, or the average of the last iterates where the accountant
-    in force already treats every iterate as released. ``epsilon`` and
+    Binary or multinomial (softmax). Rows are used as they are, or, given a
+    public ``row_norm``, projected onto a ball of that radius (a per-record
+    map, free of privacy cost); per-example gradients are clipped; Gaussian
+    noise is added at every step. The model is the last iterate, or the
+    average of the last iterates where the accountant in force already
+    treats every iterate as released. ``epsilon`` and
     ``delta`` are targets: the noise is calibrated in ``fit`` so that the
     reported spend never exceeds them.
 
@@ -239,7 +245,11 @@ class DPLogisticRegression(
         limited by optimisation rather than noise (digits, add/remove at
         epsilon 8: 0.950 -> 0.955; no change on breast cancer or Adult). The
         travel cap and the doubling apply to ``solver="dp-sgd"`` only
-        (DP-SGLD keeps 64 times the unit step).
+        (DP-SGLD keeps 64 times the unit step). Poisson without
+        ``row_norm``: ``2 / max_grad_norm``, lowered with a target epsilon
+        below ``epsilon * batch_size / epochs * 3 / 16`` times it (replace-one;
+        ``8 / 16`` under add/remove), the same travel cap with its own
+        constants (docs/benchmarks.md, "Defaults chosen on the panel").
     lr_schedule : {"constant", "decreasing"}, default="constant"
         ``"decreasing"``: ``learning_rate / (1 + epoch)``.
     alpha : float, default=1e-4
@@ -247,11 +257,19 @@ class DPLogisticRegression(
         (strong convexity is what lets the last-iterate bound stop growing).
     l1_ratio : float, default=0.0
         Share of ``alpha`` put on an L1 penalty, applied by its prox.
-    row_norm : float in (0, 1e30], default=1.0
+    row_norm : float in (0, 1e30] or None, default=None
         Public bound on the L2 norm of each row of ``X``; larger rows are scaled
         down to it (silently: reporting which rows were clipped would leak).
         Public magnitudes are capped at 1e30, beyond which one projected row
-        could overflow the run.
+        could overflow the run. ``None``: no bound and no projection; with
+        Poisson batches per-example clipping alone bounds each step's
+        sensitivity, and the "auto" clip and step do not depend on the scale
+        of the rows (the default: no geometric parameter to guess, at least
+        as accurate as the schema's bound on the panel; docs/benchmarks.md,
+        "Defaults chosen on the panel"). Cyclic and shuffled batches set their
+        "auto" step, clip and last-iterate bound from a row bound: without
+        one they project rows onto the unit ball (``row_norm=1.0``), as in
+        earlier releases. ``SchemaEncoder``'s ``row_norm_`` is a valid bound.
     max_grad_norm : float in (0, 1e30] or "auto", default="auto"
         Per-example gradient clip norm. ``"auto"``, cyclic and shuffled: the
         largest gradient norm possible on rows of norm ``row_norm``, so clipping
@@ -263,7 +281,9 @@ class DPLogisticRegression(
         "auto" step shrunk by the same factor: less clipping bias once the
         budget allows it (Adult with bins at epsilon 8: 0.855 -> 0.859;
         measured in docs/benchmarks.md). The rise to 25% is for
-        ``solver="dp-sgd"`` only (DP-SGLD keeps 5%).
+        ``solver="dp-sgd"`` only (DP-SGLD keeps 5%). Poisson without
+        ``row_norm``: 1, whatever the scale of the rows (docs/benchmarks.md,
+        "Defaults chosen on the panel").
     tail_fraction : float in [0, 1) or "auto", default="auto"
         Return the average of the iterates of this last fraction of the steps
         (0: the last iterate). Averaging forfeits the last-iterate bound, so
@@ -272,15 +292,22 @@ class DPLogisticRegression(
     projection_radius : float in (0, 1e30] or None, default=None
         Project the iterate onto a ball of this radius after each step.
     calibration_share : float in [0, 1) or "auto", default="auto"
-        Share of ``epsilon`` set aside to fit a temperature to the trained
-        model (one Gaussian release of the derivative of the training
-        log-loss on a public grid of temperatures), so that ``predict_proba``
-        is not over-confident; the temperature stays 1 unless the release
-        shows clearly that another is better. The release alone spends at
+        Share of ``epsilon`` set aside for the probability floor, so that
+        ``predict_proba`` is not worse than the class prior's: a private
+        class prior (Gaussian class counts, shrunk towards uniform by their
+        known noise), then a private point on the path of logits from the
+        prior's to the model's (one Gaussian release of the derivative of
+        the training log-loss on a public grid of points), starting from
+        the share of the coefficients the training noise is not expected to
+        make up (public) and leaving it only when the release shows clearly
+        that another point is better. The two releases together spend at
         most ``calibration_share * epsilon``; the training noise is
-        calibrated so that both together meet ``epsilon``. Predicted classes
-        are unchanged. Needs a target ``epsilon``. ``"auto"``: 0.1 with a
-        target epsilon, 0 with a fixed ``noise_multiplier``.
+        calibrated so that everything together meets ``epsilon``. With a
+        fitted intercept the move towards the prior can change predicted
+        classes (towards the majority class, where the model is mostly
+        noise). Needs a target ``epsilon``. ``"auto"``: 0.2 with a target
+        epsilon (docs/benchmarks.md, "The probability floor"),
+        0 with a fixed ``noise_multiplier``.
     fit_intercept : bool, default=True
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
         ``"add-remove"`` only with Poisson batches, a target ``epsilon`` and
@@ -356,13 +383,19 @@ class DPLogisticRegression(
     (``accountant="pld"``; under replace-one through the data set without
     the record: remove, then add), the smaller reported: the PLD gives
     7-16% smaller epsilons at the same noise on the benchmarks' settings
-    (Opacus's default accountant is of this kind, add/remove only). Budget split: the
-    temperature release (``calibration_share``, by default a tenth of
-    ``epsilon`` measured alone) is a Gaussian mechanism on a sum of per-row
-    vectors of bounded norm; the training noise is then calibrated so that the
-    training run and that release, composed by the same accountant, meet
-    ``epsilon``. DP-SGLD is accounted by the same bounds, never by the
-    DP-SGLD paper's Theorem 3.1, which is false for minibatches.
+    (Opacus's default accountant is of this kind, add/remove only). Budget
+    split: the probability floor's release (``calibration_share``, by default
+    a fifth of ``epsilon`` measured alone) is a Gaussian mechanism on sums of
+    per-row vectors of bounded norm; the training noise is then calibrated so
+    that the training run and that release, composed by the same accountant,
+    meet ``epsilon``. The release is made in two adaptive parts, the class
+    counts and then the loss derivatives, whose noise splits its inverse
+    variance between them: Gaussian DP composes exactly (Dong, Roth and Su
+    2022, Corollary 3.3), so the two parts together are the accounted
+    Gaussian. Without ``row_norm`` the rows are not projected and the clip
+    norm is the sensitivity of a Poisson step (no last-iterate bound). DP-SGLD
+    is accounted by the same bounds, never by the DP-SGLD paper's Theorem
+    3.1, which is false for minibatches.
     """
 
     _parameter_constraints = {
@@ -380,7 +413,7 @@ class DPLogisticRegression(
         "lr_schedule": [StrOptions({"constant", "decreasing"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
-        "row_norm": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right")],
+        "row_norm": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"), None],
         "max_grad_norm": [
             Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"),
             StrOptions({"auto"}),
@@ -415,7 +448,7 @@ class DPLogisticRegression(
         lr_schedule="constant",
         alpha=1e-4,
         l1_ratio=0.0,
-        row_norm=1.0,
+        row_norm=None,
         max_grad_norm="auto",
         projection_radius=None,
         tail_fraction="auto",
@@ -472,6 +505,21 @@ class DPLogisticRegression(
                 "calibration_share needs a target epsilon to take its share of; "
                 "set epsilon, or calibration_share=0 with a fixed noise_multiplier."
             )
+
+    def _row_norm(self):
+        """The row bound the run uses: ``row_norm``, None (Poisson: no bound)."""
+        if self.row_norm is None and self.batch_sampling != "poisson":
+            return _CYCLIC_ROW_NORM
+        return self.row_norm
+
+    def _effective_row_norm(self):
+        """:meth:`_row_norm` with the intercept's column; None without a bound."""
+        row_norm = self._row_norm()
+        if row_norm is None:
+            return None
+        if self.fit_intercept:
+            return math.sqrt(row_norm**2 + 1.0)
+        return float(row_norm)
 
     def _calibration_share(self):
         if self.calibration_share == "auto":

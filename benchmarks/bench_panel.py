@@ -1,0 +1,847 @@
+"""DPLogisticRegression on the panel of public tables (issue 20, items 2, 3, 5).
+
+Every table of :mod:`benchmarks.panel` is encoded from its public declaration
+alone by :class:`~skdp.preprocessing.SchemaEncoder` (numeric columns clipped to
+their declared ``(low, high)`` and mapped to [-1, 1], categoricals one-hot on
+their declared categories, unknown values all zeros, a nullable column with one
+more output, its missing indicator), so every encoded row has norm at most
+``row_norm_ = sqrt(n_columns)``, the public bound the schema implies. Each
+table is split 75/25, stratified, by ``PanelTable.split(seed)``,
+for several seeds, and every method below is fitted on the training part and
+scored on the test part (accuracy and log-loss, predicted probabilities
+floored at 1e-15 for the log):
+
+- ``defaults-plain``: ``DPLogisticRegression`` with its defaults on the encoded
+  array, no ``row_norm`` given (the path of a user with a plain array);
+- ``defaults-schema``: the defaults with ``row_norm`` and ``classes`` from the
+  declaration;
+- ``nonprivate``: scikit-learn's ``LogisticRegression`` (default ``C=1``) on the
+  same encoding;
+- ``prior``: the constant predictor of the training split's class frequencies
+  (its accuracy is the majority rate);
+- ``sgd-tuned``: a plain Poisson DP-SGD (expected batch 256, clip norm 1, no
+  row projection, constant step, last iterate, no penalty), its noise
+  calibrated by skdp's own accountant (PLD) to the same epsilon, delta and
+  relation, with the step in ``SGD_RATES`` and the epochs in ``SGD_EPOCHS``
+  chosen per table, seed, epsilon and relation by validation accuracy on a
+  stratified 20% of the training part, then refitted on the whole training
+  part. The tuning is NOT private (it reads the validation rows without
+  paying for it), as incumbents are used and compared; the defaults have no
+  such advantage.
+
+Extra configurations (``--configs``, see ``CONFIGS``) are candidate defaults
+measured with public parameters of the estimator only.
+
+Privacy parameters: ``epsilon`` in ``--epsilons``; ``delta =
+min(1e-5, n ** -1.1)`` with ``n`` the training rows, declared public and passed
+explicitly under both relations (``--relations``: ``replace-one``,
+``add-remove``).
+
+Examples
+--------
+Exploration (two tables, one seed)::
+
+    PYTHONPATH=. nice python benchmarks/bench_panel.py --tables mroz fair \\
+        --seeds 1 --epsilons 1
+
+Full run (docs/benchmarks.md)::
+
+    PYTHONPATH=. nice python benchmarks/bench_panel.py --seeds 3 --jobs 2 \\
+        --out panel.jsonl
+
+Summary of stored results without refitting::
+
+    PYTHONPATH=. python benchmarks/bench_panel.py --load panel.jsonl
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.panel import TABLES, load_panel  # noqa: E402
+from skdp._solvers._sgd import make_plan, run_logistic_sgd  # noqa: E402
+from skdp.accounting import calibrate_noise_multiplier  # noqa: E402
+from skdp.exceptions import PrivacyLeakWarning  # noqa: E402
+from skdp.linear_model import DPLogisticRegression  # noqa: E402
+from skdp.preprocessing import SchemaEncoder  # noqa: E402
+from skdp.schema import Categorical, Numeric, TableSchema  # noqa: E402
+
+EPSILONS = (0.3, 1.0, 4.0)
+RELATIONS = ("replace-one", "add-remove")
+SGD_BATCH = 256
+SGD_CLIP = 1.0
+SGD_RATES = (0.1, 0.5, 2.0)
+SGD_EPOCHS = (10, 30)
+VALIDATION_SHARE = 0.2
+PROBA_FLOOR = 1e-15
+# A row bound large enough that no encoded row is ever projected.
+NO_PROJECTION = 1e30
+
+# Candidate configurations: estimator parameters, with these special keys:
+# ``row_norm`` "schema" (the declared bound) or "none" (no projection);
+# ``step`` (with a numeric ``max_grad_norm`` C): learning rate ``step / C``,
+# lowered at a small budget as the "auto" travel cap does (see
+# ``_travel_factor``); ``floor``: options of the prior-anchored temperature
+# prototype (``_anchored_temperature``). ``classes`` is the declared list
+# unless given.
+CONFIGS = {
+    "defaults-plain": {"classes": None},
+    "defaults-schema": {"row_norm": "schema"},
+}
+
+
+def config(name):
+    """The configuration called ``name``: ``CONFIGS[name]`` or a composed name.
+
+    Composed names start with ``np`` (no row projection, clip norm 1) and
+    add ``-s<step>`` (learning rate times clip norm, before the travel cap),
+    ``-a<alpha>``, ``-e<epochs>``, ``-c<calibration share>``, and for the
+    probability-floor prototype ``-js<strength>`` (shrinkage towards the
+    private prior from the public noise energy), ``-bs<strength>`` (the same
+    from the tail's block means), ``-h<histogram weight>`` and
+    ``-m<margin>`` (of the anchored temperature).
+    """
+    if name in CONFIGS:
+        return CONFIGS[name]
+    parts = name.split("-")
+    if parts[0] != "np":
+        raise ValueError(f"unknown configuration {name!r}")
+    cfg = {"row_norm": "none", "max_grad_norm": 1.0, "step": 2.0}
+    floor = {"hist_weight": 1.0, "margin": 2.0, "bound": 10.0}
+    for part in parts[1:]:
+        key = re.match(r"[a-z]+", part).group()
+        value = float(part[len(key) :])
+        if key == "s":
+            cfg["step"] = value
+        elif key == "a":
+            cfg["alpha"] = value
+        elif key == "e":
+            cfg["epochs"] = int(value)
+        elif key == "c":
+            cfg["calibration_share"] = value
+        elif key in ("js", "bs"):
+            floor["shrink"] = value
+            floor["noise"] = "blocks" if key == "bs" else "walk"
+            cfg["floor"] = floor
+        elif key == "h":
+            floor["hist_weight"] = value
+            cfg["floor"] = floor
+        elif key == "pj":
+            floor["prior_js"] = bool(value)
+            cfg["floor"] = floor
+        elif key in ("tr", "ta"):
+            cfg.setdefault("travel", {})[
+                "replace-one" if key == "tr" else "add-remove"
+            ] = value
+        elif key == "m":
+            floor["margin"] = value
+            cfg["floor"] = floor
+        else:
+            raise ValueError(f"unknown part {part!r} of {name!r}")
+    return cfg
+
+
+# ---------------------------------------------------------------------------
+# Encoding on public bounds
+
+
+def table_schema(table):
+    """The panel table's public declaration as a :class:`~skdp.schema.TableSchema`."""
+    columns = {}
+    for name, spec in table.columns.items():
+        nullable = name in table.nullable
+        if isinstance(spec, tuple):
+            columns[name] = Numeric(spec[0], spec[1], nullable=nullable)
+        else:
+            columns[name] = Categorical(tuple(spec), nullable=nullable)
+    return TableSchema(columns, classes=list(table.classes))
+
+
+def encode(table, frame):
+    """Design matrix of ``frame`` from ``table``'s public declaration alone.
+
+    :class:`~skdp.preprocessing.SchemaEncoder` with unknown categories encoded
+    as all zeros (``handle_unknown="ignore"``).
+
+    Returns
+    -------
+    X : ndarray of shape (n_rows, n_outputs)
+    row_bound : float
+        The encoder's ``row_norm_``, ``sqrt(n_columns)``.
+    """
+    encoder = SchemaEncoder(table_schema(table), handle_unknown="ignore")
+    X = encoder.fit_transform(frame)
+    return np.asarray(X, dtype=float), float(encoder.row_norm_)
+
+
+# ---------------------------------------------------------------------------
+# Scores
+
+
+def scores(model, X, y, classes):
+    """Test accuracy and log-loss (probabilities floored at ``PROBA_FLOOR``)."""
+    proba = model.predict_proba(X)
+    index = np.searchsorted(classes, y)
+    accuracy = float(np.mean(np.asarray(classes)[proba.argmax(axis=1)] == y))
+    picked = proba[np.arange(len(y)), index]
+    return accuracy, float(-np.mean(np.log(np.maximum(picked, PROBA_FLOOR))))
+
+
+def prior_scores(y_train, y_test, classes):
+    """Accuracy (majority rate) and log-loss of the training class frequencies."""
+    counts = np.array([np.sum(y_train == c) for c in classes], dtype=float)
+    prior = counts / counts.sum()
+    index = np.searchsorted(classes, y_test)
+    accuracy = float(np.mean(index == prior.argmax()))
+    return accuracy, float(-np.mean(np.log(np.maximum(prior[index], PROBA_FLOOR))))
+
+
+# ---------------------------------------------------------------------------
+# Plain Poisson DP-SGD, tuned per table (not privately)
+
+_SGD_NOISE = {}
+
+
+def _sgd_plan(n, n_classes, epochs, rate):
+    """Plan of a plain DP-SGD run: no row bound, clip norm is the sensitivity."""
+    return make_plan(
+        n_samples=n,
+        n_classes=n_classes,
+        row_norm=None,
+        batch_size=SGD_BATCH,
+        epochs=epochs,
+        sampling="poisson",
+        solver="dp-sgd",
+        learning_rate=rate,
+        lr_schedule="constant",
+        l2=0.0,
+        l1=0.0,
+        clip_norm=SGD_CLIP,
+        projection_radius=None,
+        tail_fraction=0.0,
+    )
+
+
+def _sgd_noise(plan, epsilon, delta, relation):
+    """Calibrated noise multiplier of ``plan`` (cached; the step is irrelevant)."""
+    key = (plan.n_samples, plan.batch_sizes[0], plan.n_steps, epsilon, delta, relation)
+    if key not in _SGD_NOISE:
+        _SGD_NOISE[key], _ = calibrate_noise_multiplier(
+            plan.events, epsilon, delta, neighbouring=relation, accountant="pld"
+        )
+    return _SGD_NOISE[key]
+
+
+class _Linear:
+    """Predictions of a weight matrix (intercept last), as a fitted model."""
+
+    def __init__(self, W, classes):
+        self.W, self.classes = W, classes
+
+    def predict_proba(self, X):
+        logits = X @ self.W[:-1] + self.W[-1]
+        if logits.shape[1] == 1:
+            logits = np.hstack([np.zeros_like(logits), logits])
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        return p / p.sum(axis=1, keepdims=True)
+
+
+def _sgd_fit(X, codes, classes, epochs, rate, epsilon, delta, relation, rng):
+    plan = _sgd_plan(X.shape[0], len(classes), epochs, rate)
+    z = _sgd_noise(plan, epsilon, delta, relation)
+    W, _ = run_logistic_sgd(
+        X, codes, plan, z, row_norm=NO_PROJECTION, fit_intercept=True, rng=rng
+    )
+    return _Linear(W, classes)
+
+
+def sgd_tuned(X, y, classes, epsilon, delta, relation, seed):
+    """Plain DP-SGD with step and epochs tuned on a validation split (not private).
+
+    Returns the model refitted on all of ``X`` and the chosen ``(epochs, rate)``.
+    """
+    codes = np.searchsorted(classes, y)
+    X_fit, X_val, c_fit, c_val = train_test_split(
+        X, codes, test_size=VALIDATION_SHARE, random_state=seed, stratify=codes
+    )
+    rng = np.random.default_rng([seed, 7])
+    best, choice = -1.0, None
+    for epochs in SGD_EPOCHS:
+        for rate in SGD_RATES:
+            model = _sgd_fit(
+                X_fit, c_fit, classes, epochs, rate, epsilon, delta, relation, rng
+            )
+            accuracy = np.mean(model.predict_proba(X_val).argmax(axis=1) == c_val)
+            if accuracy > best:
+                best, choice = accuracy, (epochs, rate)
+    model = _sgd_fit(X, codes, classes, *choice, epsilon, delta, relation, rng)
+    return model, choice
+
+
+# ---------------------------------------------------------------------------
+# One table
+
+
+def _travel_factor(n, epsilon, relation, epochs, travel=None):
+    """The "auto" travel cap as a fraction of the full Poisson step (public)."""
+    from skdp._solvers._sgd import _AUTO_LR_FACTOR, _AUTO_TRAVEL, auto_epochs
+
+    if epochs == "auto":
+        epochs = auto_epochs("poisson", epsilon, relation)
+    n_batches = -(-n // SGD_BATCH)
+    full = _AUTO_LR_FACTOR["poisson"]
+    travel = (travel or {}).get(relation, _AUTO_TRAVEL[relation])
+    return min(1.0, travel * n * epsilon / (n_batches * epochs) / full)
+
+
+def _estimator(config, table, row_bound, epsilon, delta, relation, seed, n):
+    """The estimator of ``config`` and its prototype floor options (or None)."""
+    params = dict(config)
+    params.setdefault("classes", list(table.classes))
+    floor = params.pop("floor", None)
+    row_norm = params.pop("row_norm", None)
+    if row_norm == "schema":
+        params["row_norm"] = row_bound
+    elif row_norm == "none":
+        params["row_norm"] = NO_PROJECTION
+    elif row_norm is not None:
+        params["row_norm"] = row_norm
+    step = params.pop("step", None)
+    travel = params.pop("travel", None)
+    if step is not None:
+        factor = _travel_factor(
+            n, epsilon, relation, params.get("epochs", "auto"), travel
+        )
+        params["learning_rate"] = step * factor / params["max_grad_norm"]
+    est = DPLogisticRegression(
+        epsilon=epsilon,
+        delta=delta,
+        neighbouring=relation,
+        random_state=seed,
+        **params,
+    )
+    return est, floor
+
+
+# ---------------------------------------------------------------------------
+# Prototype: prior-anchored temperature (the probability floor)
+
+ANCHOR_GRID = np.concatenate([[0.0], 2.0 ** (np.arange(-12, 4) / 3.0)])
+
+
+def _loss_change_map(grid):
+    """Trapezoid weights from derivatives on ``grid`` to changes from 1."""
+    one = int(np.flatnonzero(grid == 1.0)[0])
+    weights = np.zeros((grid.size, grid.size))
+    for j in range(grid.size):
+        lo, hi, sign = (one, j, 1.0) if j >= one else (j, one, -1.0)
+        for m in range(lo, hi):
+            half = 0.5 * (grid[m + 1] - grid[m]) * sign
+            weights[j, m] += half
+            weights[j, m + 1] += half
+    return weights
+
+
+_ANCHOR_CHANGE = _loss_change_map(ANCHOR_GRID)
+
+
+def _anchored_temperature(X, codes, W, plan, *, row_norm, fit_intercept, rng, floor):
+    """Interpolate the model's logits towards a private class prior.
+
+    Two Gaussian releases whose noise composes to the plan's calibration
+    Gaussian (``plan.calibration_noise`` per unit of one row's bound; shares
+    ``hist_weight`` and ``1 - hist_weight`` of its squared inverse noise): the
+    class counts (one-hot rows, bound 1), then, with ``m`` the log-prior from
+    them, the derivative in ``a`` of the training log-loss of the logits
+    ``m + a (s - m)`` at every point of ``ANCHOR_GRID`` (``s - m`` clipped to
+    ``[-bound, bound]``; ``a = 0`` is the prior, ``a = 1`` the model). The
+    ``a`` minimising the integrated noisy change plus ``margin`` noise
+    standard deviations is applied: coefficients times ``a``, intercept
+    ``a b + (1 - a) m``.
+    """
+    from scipy.special import expit, softmax
+
+    from skdp._solvers._sgd import _scores, feature_norm, row_projection, tame_rows
+
+    K = plan.n_classes
+    w1 = floor["hist_weight"]
+    z = floor["z"]
+    bound = floor["bound"]
+    cn = plan.calibration_noise
+    counts = np.bincount(codes, minlength=K).astype(float)
+    hist_std = cn / math.sqrt(w1)
+    noisy = counts + rng.normal(0.0, hist_std, size=K)
+    prior = np.maximum(noisy, 1.0)
+    prior /= prior.sum()
+    if floor.get("prior_js"):
+        # James-Stein towards the uniform prior: the noise's share of the
+        # spread of the noisy counts (public: the noise std is known).
+        total = max(noisy.sum(), 1.0)
+        spread = float(np.sum((noisy - total / K) ** 2))
+        w = max(0.0, 1.0 - K * hist_std**2 / max(spread, 1e-300))
+        prior = w * prior + (1.0 - w) / K
+    m = np.log(prior)
+    binary = W.shape[1] == 1
+    if binary:
+        m = np.array([m[1] - m[0]])
+    if floor.get("shrink"):
+        if floor.get("noise") == "blocks":
+            kappa = _block_shrinkage(W, floor["blocks"], fit_intercept, floor["shrink"])
+        else:
+            kappa = _public_shrinkage(W, plan, z, fit_intercept, floor["shrink"])
+        W = W * kappa
+        W[-1] += (1.0 - kappa) * m
+    if w1 >= 1.0:
+        return W
+    X = np.asarray(X, dtype=float)
+    raw = np.sqrt(np.einsum("ij,ij->i", X, X))
+    X, raw = tame_rows(X, raw, feature_norm(row_norm, fit_intercept))
+    scale, _ = row_projection(raw, row_norm, fit_intercept)
+    d = _scores(W, X, scale, fit_intercept) - m
+    if not binary:
+        d -= d.mean(axis=1, keepdims=True)
+    d = np.clip(d, -bound, bound)
+    total = np.zeros(ANCHOR_GRID.size)
+    if binary:
+        p = expit(m[0] + np.multiply.outer(d[:, 0], ANCHOR_GRID))
+        total = ((p - codes[:, None]) * d[:, :1]).sum(axis=0)
+        per_point = bound
+    else:
+        own = d[np.arange(len(codes)), codes]
+        for j, a in enumerate(ANCHOR_GRID):
+            p = softmax(m + a * d, axis=1)
+            total[j] = float(np.sum(np.einsum("ik,ik->i", p, d) - own))
+        per_point = 2.0 * bound
+    std = cn / math.sqrt(1.0 - w1) * per_point * math.sqrt(ANCHOR_GRID.size)
+    noisy_total = total + rng.normal(0.0, std, size=total.shape)
+    change = _ANCHOR_CHANGE @ noisy_total
+    noise = std * np.linalg.norm(_ANCHOR_CHANGE, axis=1)
+    a = float(ANCHOR_GRID[int(np.argmin(change + floor["margin"] * noise))])
+    W = W * a
+    W[-1] += (1.0 - a) * m
+    return W
+
+
+def tail_noise_variance(plan, noise_multiplier):
+    """Per-coordinate variance of the injected noise in the released iterate.
+
+    The noise of a Poisson DP-SGD step, ``eta_t z C / b`` per coordinate, as
+    if the loss were flat (only the penalty contracts, by ``1 - eta_t l2`` a
+    step), carried to the average of the tail iterates: an upper bound for a
+    quadratic loss, an estimate otherwise. Public.
+    """
+    rates = np.asarray(plan.learning_rates, dtype=float)
+    T = rates.size
+    m = max(1, int(round(plan.tail_fraction * T)))
+    start = T - m
+    std = rates * noise_multiplier * plan.clip_norm / plan.batch_sizes[0]
+    rho = 1.0 - rates * plan.l2
+    g = np.zeros(T)
+    carry = 0.0
+    for i in range(T - 1, -1, -1):
+        carry = float(i >= start) + (rho[i + 1] * carry if i + 1 < T else 0.0)
+        g[i] = carry
+    return float(np.sum((std * g / m) ** 2))
+
+
+def _public_shrinkage(W, plan, z, fit_intercept, strength):
+    """``max(0, 1 - strength * expected noise energy / ||coef||^2)`` (public)."""
+    coef = W[:-1] if fit_intercept else W
+    energy = coef.size * tail_noise_variance(plan, z)
+    return max(0.0, 1.0 - strength * energy / max(float(np.sum(coef**2)), 1e-300))
+
+
+def _block_shrinkage(W, blocks, fit_intercept, strength):
+    """Shrinkage from the spread of the tail's block means (post-processing).
+
+    ``blocks`` holds the means of ``B`` consecutive blocks of the tail
+    iterates; the variance of their mean, ``sum (M_b - M)^2 / (B (B - 1))``
+    per coordinate, estimates the noise left in the released average.
+    """
+    M = np.asarray(blocks)
+    B = M.shape[0]
+    var = ((M - M.mean(axis=0)) ** 2).sum(axis=0) / (B * (B - 1))
+    coef = W[:-1] if fit_intercept else W
+    energy = float(np.sum(var[:-1] if fit_intercept else var))
+    return max(0.0, 1.0 - strength * energy / max(float(np.sum(coef**2)), 1e-300))
+
+
+def _patched_run(floor):
+    """``run_logistic_sgd`` with the temperature replaced by the anchored one."""
+    from skdp.linear_model import _logistic
+
+    original = run_logistic_sgd
+
+    def run(X, codes, plan, z, *, row_norm, fit_intercept, rng, **kwargs):
+        from skdp._solvers import _sgd
+
+        inner = dataclasses.replace(plan, calibration_noise=None)
+        blocks = None
+        if floor.get("noise") == "blocks":
+            # Record the tail iterates through the (no-op) projection hook.
+            inner = dataclasses.replace(inner, projection_radius=1e300)
+            T = plan.n_steps
+            m = max(1, int(round(plan.tail_fraction * T)))
+            B = floor.get("n_blocks", 5)
+            edges = T - m + (np.arange(B + 1) * m) // B
+            sums = [None] * B
+            counter = [0]
+            prox = _sgd._prox_and_project
+
+            def hook(W, plan_, eta):
+                W = prox(W, plan_, eta)
+                t = counter[0]
+                counter[0] += 1
+                b = int(np.searchsorted(edges, t, side="right")) - 1
+                if 0 <= b < B:
+                    sums[b] = W.copy() if sums[b] is None else sums[b] + W
+                return W
+
+            _sgd._prox_and_project = hook
+        try:
+            W, _ = original(
+                X,
+                codes,
+                inner,
+                z,
+                row_norm=row_norm,
+                fit_intercept=fit_intercept,
+                rng=rng,
+                **kwargs,
+            )
+        finally:
+            if blocks is None and floor.get("noise") == "blocks":
+                _sgd._prox_and_project = prox
+        options = dict(floor)
+        if floor.get("noise") == "blocks":
+            options["blocks"] = [sums[b] / (edges[b + 1] - edges[b]) for b in range(B)]
+        if plan.calibration_noise is not None:
+            W = _anchored_temperature(
+                X,
+                codes,
+                W,
+                plan,
+                row_norm=row_norm,
+                fit_intercept=fit_intercept,
+                rng=rng,
+                floor={**options, "z": z},
+            )
+        return W, plan.events(z)
+
+    return _logistic, run
+
+
+# ---------------------------------------------------------------------------
+# Speed: calibrations and accounts cached by their events (same inputs, same
+# outputs), so configurations that differ only in step, clip or penalty share
+# one calibration per table, epsilon and relation.
+
+
+def _install_caches():
+    from skdp.linear_model import _logistic
+
+    if getattr(_logistic, "_bench_cached", False):
+        return
+    calibrations, accounts = {}, {}
+    account = _logistic.account
+
+    def calibrate(plan, epsilon, delta, neighbouring):
+        key = (repr(plan.events(1.0)), float(epsilon), float(delta), neighbouring)
+        if key not in calibrations:
+            calibrations[key] = calibrate_noise_multiplier(
+                plan.events,
+                epsilon,
+                delta,
+                neighbouring=neighbouring,
+                accountant="pld",
+            )
+        return calibrations[key]
+
+    def cached_account(events, delta, **kwargs):
+        key = (repr(events), float(delta), repr(sorted(kwargs.items())))
+        if key not in accounts:
+            accounts[key] = account(events, delta, **kwargs)
+        return accounts[key]
+
+    _logistic._calibrate = calibrate
+    _logistic.account = cached_account
+    _logistic._bench_cached = True
+
+
+def run_table(name, seeds, epsilons, relations, configs, baselines=True):
+    """Every method on one table: a list of result rows (dicts)."""
+    _install_caches()
+    (table,) = load_panel([name])
+    classes = np.asarray(table.classes)
+    rows = []
+    for seed in seeds:
+        F_train, F_test, y_train, y_test = table.split(seed)
+        X_train, row_bound = encode(table, F_train)
+        X_test, _ = encode(table, F_test)
+        n = X_train.shape[0]
+        delta = min(1e-5, n**-1.1)
+        base = {"table": name, "seed": seed, "n": n, "row_bound": row_bound}
+        if True:
+            acc, loss = prior_scores(y_train, y_test, classes)
+            rows.append({**base, "method": "prior", "acc": acc, "logloss": loss})
+            t = time.perf_counter()
+            model = LogisticRegression(max_iter=5000).fit(X_train, y_train)
+            acc, loss = scores(model, X_test, y_test, classes)
+            rows.append(
+                {
+                    **base,
+                    "method": "nonprivate",
+                    "acc": acc,
+                    "logloss": loss,
+                    "secs": time.perf_counter() - t,
+                }
+            )
+        for relation in relations:
+            for epsilon in epsilons:
+                cell = {**base, "relation": relation, "epsilon": epsilon}
+                if baselines:
+                    t = time.perf_counter()
+                    model, choice = sgd_tuned(
+                        X_train, y_train, classes, epsilon, delta, relation, seed
+                    )
+                    acc, loss = scores(model, X_test, y_test, classes)
+                    rows.append(
+                        {
+                            **cell,
+                            "method": "sgd-tuned",
+                            "acc": acc,
+                            "logloss": loss,
+                            "choice": choice,
+                            "secs": time.perf_counter() - t,
+                        }
+                    )
+                for method in configs:
+                    t = time.perf_counter()
+                    est, floor = _estimator(
+                        config(method),
+                        table,
+                        row_bound,
+                        epsilon,
+                        delta,
+                        relation,
+                        seed,
+                        n,
+                    )
+                    module = original = None
+                    if floor is not None:
+                        module, patched = _patched_run(floor)
+                        original, module.run_logistic_sgd = (
+                            module.run_logistic_sgd,
+                            patched,
+                        )
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", PrivacyLeakWarning)
+                            est.fit(X_train, y_train)
+                    finally:
+                        if module is not None:
+                            module.run_logistic_sgd = original
+                    if est.privacy_spent_.epsilon > epsilon * (1 + 1e-9):
+                        raise RuntimeError(f"{method} spent more than {epsilon}")
+                    acc, loss = scores(est, X_test, y_test, classes)
+                    rows.append(
+                        {
+                            **cell,
+                            "method": method,
+                            "acc": acc,
+                            "logloss": loss,
+                            "spent": est.privacy_spent_.epsilon,
+                            "secs": time.perf_counter() - t,
+                        }
+                    )
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# Summary
+
+
+def _mean(rows, **match):
+    vals = [
+        (r["acc"], r["logloss"])
+        for r in rows
+        if all(r.get(k) == v for k, v in match.items())
+    ]
+    if not vals:
+        return None
+    return tuple(np.mean(vals, axis=0))
+
+
+def summarise(rows, methods, out=print):
+    """Per table and panel average, for each relation and epsilon."""
+    tables = [t for t in TABLES if any(r["table"] == t for r in rows)]
+    cells = sorted(
+        {(r["relation"], r["epsilon"]) for r in rows if "relation" in r},
+        key=lambda c: (RELATIONS.index(c[0]) if c[0] in RELATIONS else 9, c[1]),
+    )
+    seeds = sorted({r["seed"] for r in rows})
+    out(f"tables: {len(tables)}, seeds: {seeds}; cells: accuracy / test log-loss")
+    for relation, epsilon in cells:
+        present = [
+            m
+            for m in methods
+            if any(r["method"] == m and r.get("epsilon") == epsilon for r in rows)
+        ]
+        header = f"{'table':<22} {'prior':>11} {'nonprivate':>11}" + "".join(
+            f" {m[:15]:>15}" for m in present
+        )
+        out(f"\n== {relation}, epsilon {epsilon:g} ==")
+        out(header)
+        totals = {m: [] for m in ["prior", "nonprivate", *present]}
+        for t in tables:
+            prior = _mean(rows, table=t, method="prior")
+            nonpriv = _mean(rows, table=t, method="nonprivate")
+            line = (
+                f"{t:<22} {prior[0]:.3f}/{prior[1]:.3f} "
+                f"{nonpriv[0]:.3f}/{nonpriv[1]:.3f}"
+            )
+            totals["prior"].append(prior)
+            totals["nonprivate"].append(nonpriv)
+            for m in present:
+                v = _mean(rows, table=t, method=m, relation=relation, epsilon=epsilon)
+                if v is None:
+                    line += f" {'-':>15}"
+                    continue
+                totals[m].append(v)
+                mark = ""
+                if v[0] < prior[0] - 1e-9:
+                    mark += "<maj"
+                if v[1] > prior[1] + 1e-9:
+                    mark += ">pri"
+                line += f" {v[0]:.3f}/{v[1]:.3f}{mark:>4}"
+            out(line)
+        line = f"{'MEAN':<22}"
+        for m in ["prior", "nonprivate", *present]:
+            if len(totals[m]) == len(tables):
+                acc, loss = np.mean(totals[m], axis=0)
+                width = 11 if m in ("prior", "nonprivate") else 15
+                line += f" {f'{acc:.4f}/{loss:.3f}':>{width}}"
+            else:
+                line += f" {'(partial)':>15}"
+        out(line)
+
+
+def markdown(rows, methods, out=print):
+    """The summary as Markdown tables (docs/benchmarks.md), one per cell.
+
+    Each cell: mean test accuracy / log-loss over the seeds; ``*`` marks an
+    accuracy below the majority rate, ``†`` a log-loss above the prior's.
+    """
+    tables = [t for t in TABLES if any(r["table"] == t for r in rows)]
+    cells = sorted(
+        {(r["relation"], r["epsilon"]) for r in rows if "relation" in r},
+        key=lambda c: (RELATIONS.index(c[0]), c[1]),
+    )
+    for relation, epsilon in cells:
+        out(f"\n#### {relation}, epsilon {epsilon:g}\n")
+        out("| table | prior | non-private | " + " | ".join(methods) + " |")
+        out("|---" * (3 + len(methods)) + "|")
+        totals = {m: [] for m in ["prior", "nonprivate", *methods]}
+        for t in tables:
+            prior = _mean(rows, table=t, method="prior")
+            nonpriv = _mean(rows, table=t, method="nonprivate")
+            totals["prior"].append(prior)
+            totals["nonprivate"].append(nonpriv)
+            line = f"| {t} | {prior[0]:.3f} / {prior[1]:.3f} | "
+            line += f"{nonpriv[0]:.3f} / {nonpriv[1]:.3f} |"
+            for m in methods:
+                v = _mean(rows, table=t, method=m, relation=relation, epsilon=epsilon)
+                totals[m].append(v)
+                acc = f"{v[0]:.3f}" + ("*" if v[0] < prior[0] - 1e-9 else "")
+                loss = f"{v[1]:.3f}" + ("†" if v[1] > prior[1] + 1e-9 else "")
+                line += f" {acc} / {loss} |"
+            out(line)
+        line = "| **mean** |"
+        for m in ["prior", "nonprivate", *methods]:
+            acc, loss = np.mean(totals[m], axis=0)
+            line += f" **{acc:.4f}** / {loss:.3f} |"
+        out(line)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tables", nargs="*", default=None, choices=TABLES)
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. n-1")
+    parser.add_argument("--seed-list", type=int, nargs="*", default=None)
+    parser.add_argument("--epsilons", type=float, nargs="*", default=EPSILONS)
+    parser.add_argument("--relations", nargs="*", default=RELATIONS, choices=RELATIONS)
+    parser.add_argument(
+        "--configs",
+        nargs="*",
+        default=["defaults-plain", "defaults-schema"],
+        help="names in CONFIGS or composed names (see config())",
+    )
+    parser.add_argument(
+        "--no-baselines",
+        action="store_true",
+        help="skip the tuned DP-SGD (e.g. to add a config)",
+    )
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--out", default=None, help="append result rows (JSON lines)")
+    parser.add_argument("--load", nargs="*", default=None, help="summarise these")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print Markdown tables too"
+    )
+    args = parser.parse_args(argv)
+
+    if args.load:
+        rows = [json.loads(line) for p in args.load for line in open(p)]
+        methods = list(dict.fromkeys(r["method"] for r in rows))
+        methods = [m for m in methods if m not in ("prior", "nonprivate")]
+        summarise(rows, methods)
+        if args.markdown:
+            markdown(rows, methods)
+        return rows
+    tables = args.tables or list(TABLES)
+    seeds = args.seed_list if args.seed_list is not None else list(range(args.seeds))
+    # Largest tables first, so the parallel workers finish together.
+    tables.sort(key=lambda t: -len(load_panel([t])[0].frame))
+    task = dict(
+        seeds=seeds,
+        epsilons=args.epsilons,
+        relations=args.relations,
+        configs=args.configs,
+        baselines=not args.no_baselines,
+    )
+    t0 = time.perf_counter()
+    if args.jobs == 1:
+        results = [run_table(t, **task) for t in tables]
+    else:
+        from joblib import Parallel, delayed
+
+        results = Parallel(n_jobs=args.jobs)(
+            delayed(run_table)(t, **task) for t in tables
+        )
+    rows = [r for table_rows in results for r in table_rows]
+    if args.out:
+        with open(args.out, "a") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    methods = (["sgd-tuned"] if task["baselines"] else []) + args.configs
+    summarise(rows, methods)
+    if args.markdown:
+        markdown(rows, methods)
+    print(f"\n{time.perf_counter() - t0:.0f} s")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
