@@ -59,7 +59,10 @@ def test_plan_is_a_function_of_the_released_count_only(monkeypatch, count, param
     )
     small, large = (_fit(X, y, n, 7, **params) for n in (512, 513))
     assert _released(small) == _released(large)
-    assert not np.array_equal(small.coef_, large.coef_)  # the data do differ
+    if params.get("epsilon", 1.0) >= 1.0:
+        # The data do differ (at epsilon 0.1 on 512 rows the probability
+        # floor releases the prior for both, so their coefficients agree).
+        assert not np.array_equal(small.coef_, large.coef_)
 
 
 def test_same_seed_neighbours_share_the_plan_without_any_patch():

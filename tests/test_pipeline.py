@@ -64,7 +64,7 @@ def test_public_inputs_come_from_the_schema():
     assert pipe[-1].row_norm == pytest.approx(np.sqrt(14))
     assert pipe[-1].row_norm == SchemaEncoder(SCHEMA).row_norm_bound()
     assert pipe[-1].classes == [0, 1]
-    assert model.row_norm == 1.0 and model.classes is None  # the user's, untouched
+    assert model.row_norm is None and model.classes is None  # the user's, untouched
     fair = make_private_pipeline(SCHEMA, DPSaddlePointClassifier())
     assert fair[-1].groups == ["Female", "Male"]
     # An explicit value that agrees is kept; one that conflicts is refused.

@@ -90,7 +90,8 @@ def linear_canary(estimator, X, y):
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError("canary='auto' needs at least two classes in y.")
-    radius = float(estimator.get_params(deep=False).get("row_norm", 1.0))
+    radius = estimator.get_params(deep=False).get("row_norm", 1.0)
+    radius = 1.0 if radius is None else float(radius)  # no row bound: a unit canary
     n = X.shape[0]
     base = np.hstack([X, np.zeros((n, 1))])
     labels = y.copy()

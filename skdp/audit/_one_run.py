@@ -258,7 +258,8 @@ def _canary_data(estimator, X, y, bits, fit_params):
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError("audit_one_run needs at least two classes in y.")
-    radius = float(estimator.get_params(deep=False).get("row_norm", 1.0))
+    radius = estimator.get_params(deep=False).get("row_norm", 1.0)
+    radius = 1.0 if radius is None else float(radius)  # no row bound: a unit canary
     n, d = X.shape
     m = bits.size
     data = np.zeros((n + m, d + m))
