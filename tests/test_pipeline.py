@@ -61,16 +61,23 @@ def test_public_inputs_come_from_the_schema():
     pipe = make_private_pipeline(SCHEMA, model)
     assert isinstance(pipe, PrivatePipeline)
     assert [name for name, _ in pipe.steps] == ["schemaencoder", "dplogisticregression"]
-    assert pipe[-1].row_norm == pytest.approx(np.sqrt(14))
-    assert pipe[-1].row_norm == SchemaEncoder(SCHEMA).row_norm_bound()
+    assert pipe[-1].row_norm is None  # Poisson batches: clipping alone
     assert pipe[-1].classes == [0, 1]
+    cyclic = make_private_pipeline(SCHEMA, fast_model(batch_sampling="cyclic"))
+    assert cyclic[-1].row_norm == pytest.approx(np.sqrt(14))
+    assert cyclic[-1].row_norm == SchemaEncoder(SCHEMA).row_norm_bound()
+    # A Poisson model's own bound is a public projection, not a conflict.
+    assert make_private_pipeline(SCHEMA, fast_model(row_norm=2.0))[-1].row_norm == 2.0
     assert model.row_norm is None and model.classes is None  # the user's, untouched
     fair = make_private_pipeline(SCHEMA, DPSaddlePointClassifier())
     assert fair[-1].groups == ["Female", "Male"]
     # An explicit value that agrees is kept; one that conflicts is refused.
-    make_private_pipeline(SCHEMA, fast_model(row_norm=np.sqrt(14), classes=[1, 0]))
+    make_private_pipeline(
+        SCHEMA,
+        fast_model(batch_sampling="cyclic", row_norm=np.sqrt(14), classes=[1, 0]),
+    )
     with pytest.raises(ValueError, match=r"row_norm=2\.0 conflicts"):
-        make_private_pipeline(SCHEMA, fast_model(row_norm=2.0))
+        make_private_pipeline(SCHEMA, fast_model(batch_sampling="cyclic", row_norm=2.0))
     with pytest.raises(ValueError, match="classes=.*conflicts"):
         make_private_pipeline(SCHEMA, fast_model(classes=[0, 2]))
     with pytest.raises(ValueError, match="groups=.*conflicts"):
@@ -146,8 +153,12 @@ def test_bad_input_is_refused_before_any_state_changes(adult):
     with pytest.raises(ValueError, match=r"Labels \[2\]"):
         pipe.fit(X, np.where(y == 1, 2, 0))
     assert not hasattr(pipe[0], "row_norm_") and not hasattr(pipe[-1], "coef_")
+    cyclic = make_private_pipeline(
+        SCHEMA, fast_model(epsilon=1.0, batch_sampling="cyclic")
+    )
     with pytest.raises(ValueError, match="row_norm=3.0 conflicts"):
-        clone(pipe).set_params(dplogisticregression__row_norm=3.0).fit(X, y)
+        cyclic.set_params(dplogisticregression__row_norm=3.0).fit(X, y)
+    assert not hasattr(cyclic[0], "row_norm_")
     # A failure inside the model's fit leaves every step as it was.
     broken = clone(pipe).set_params(dplogisticregression__neighbouring="add-remove")
     broken.set_params(dplogisticregression__batch_sampling="cyclic")

@@ -28,19 +28,31 @@ def _same_set(a, b):
 def _public_inputs(schema, encoder, est):
     """``param -> (value, declared by the schema)`` for ``est``'s public inputs.
 
-    ``row_norm``: the encoder's bound; ``classes``: the schema's; ``groups``:
-    the categories of the sensitive column. Only those ``est`` has, and only
-    those the schema declares.
+    ``row_norm``: the encoder's bound, where the estimator's plan reads one
+    (:func:`_needs_row_bound`); ``classes``: the schema's; ``groups``: the
+    categories of the sensitive column. Only those ``est`` has, and only those
+    the schema declares.
     """
     params = est.get_params(deep=False)
     out = {}
-    if "row_norm" in params:
+    if "row_norm" in params and _needs_row_bound(params):
         out["row_norm"] = encoder.row_norm_bound()
     if "classes" in params and schema.classes is not None:
         out["classes"] = list(schema.classes)
     if "groups" in params and schema.sensitive is not None:
         out["groups"] = list(schema.columns[schema.sensitive].categories)
     return out
+
+
+def _needs_row_bound(params):
+    """Whether a plan reads the row bound.
+
+    Poisson batches are bounded by per-example clipping alone, and their
+    "auto" rules are chosen for rows without a declared bound
+    (docs/benchmarks.md, "Defaults chosen on the panel"); cyclic and shuffled
+    batches, and estimators without a batch sampler, need the bound.
+    """
+    return params.get("batch_sampling") != "poisson"
 
 
 def _conflict(name, param, value, declared):
@@ -65,7 +77,9 @@ def make_private_pipeline(
     The first step is a :class:`~skdp.preprocessing.SchemaEncoder` on
     ``schema``; the second a clone of ``estimator`` whose public inputs come
     from the same declaration: ``row_norm`` is the encoder's bound (the
-    largest norm an encoded row can have), ``classes`` the schema's classes
+    largest norm an encoded row can have) where the estimator's plan reads
+    one (not for Poisson batches, bounded by clipping alone), ``classes``
+    the schema's classes
     and, for an estimator with ``groups`` (``DPSaddlePointClassifier``), the
     categories of the schema's sensitive column. Nothing is computed by hand
     or read from the data.
@@ -101,8 +115,11 @@ def make_private_pipeline(
     >>> schema = TableSchema({"age": (17, 90), "sex": ["F", "M"], "y": [0, 1]},
     ...                      target="y", classes=[0, 1])
     >>> pipe = make_private_pipeline(schema, DPLogisticRegression(epsilon=1.0))
-    >>> round(pipe[-1].row_norm, 4), pipe[-1].classes
-    (1.4142, [0, 1])
+    >>> pipe[-1].row_norm, pipe[-1].classes  # Poisson batches: clipping alone
+    (None, [0, 1])
+    >>> cyclic = DPLogisticRegression(epsilon=1.0, batch_sampling="cyclic")
+    >>> round(make_private_pipeline(schema, cyclic)[-1].row_norm, 4)
+    1.4142
     """
     table = _as_schema(schema)
     encoder = SchemaEncoder(schema, numeric=numeric, handle_unknown=handle_unknown)
@@ -236,8 +253,11 @@ class PrivatePipeline(Pipeline):
             if param == "row_norm" and len(self.steps) != 2:
                 continue  # another step changes the rows' norms
             value = current[param]
-            if param != "row_norm" and value is None:
-                continue  # the estimator warns that it reads them from y
+            if value is None:
+                # Undeclared classes or groups: the estimator warns that it
+                # reads them from y; an undeclared bound its plan needs: the
+                # estimator refuses with its own message.
+                continue
             if not _agrees(param, value, declared):
                 raise _conflict(f"step {name!r}", param, value, declared)
 
