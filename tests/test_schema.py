@@ -55,6 +55,11 @@ def test_schema_features_classes_and_checks():
     schema.check_labels(np.array([0, 1, 1]))
     with pytest.raises(ValueError, match=r"\[2\]"):
         schema.check_labels(np.array([0, 2]))
+    with pytest.raises(ValueError, match="1 missing label"):
+        schema.check_labels(np.array([0, np.nan, 1]))
+    strings = TableSchema({"a": (0, 1)}, classes=["no", "yes"])
+    with pytest.raises(ValueError, match="1 missing label"):
+        strings.check_labels(np.array(["no", None, "yes"], dtype=object))
 
 
 @pytest.mark.parametrize(

@@ -238,7 +238,14 @@ class TableSchema:
         """Raise ``ValueError`` if a label of ``y`` is not a declared class."""
         if self.classes is None:
             return
-        unknown = sorted(set(np.unique(np.asarray(y)).tolist()) - set(self.classes))
+        labels = np.asarray(y, dtype=object).ravel()
+        missing = [i for i, v in enumerate(labels) if v is None or v != v]
+        if missing:
+            raise ValueError(
+                f"y has {len(missing)} missing label(s) (first at row {missing[0]}): "
+                "drop or label those rows before fitting."
+            )
+        unknown = sorted(set(labels.tolist()) - set(self.classes), key=repr)
         if unknown:
             column = "" if self.target is None else f" of column {self.target!r}"
             raise ValueError(
