@@ -114,13 +114,47 @@ def run_one(method, epsilon, seed, patched, rounds):
     }
 
 
-def run_panel(table, method, epsilon, seed, patched, rounds):
-    """One incumbent fit on a panel table, scored as the panel's methods."""
+def _fit_declared(model, method, codes, cards, epsilon, delta):
+    """Run SmartNoise's own AIM / MST on a declared domain, skipping its encoder.
+
+    SmartNoise's encoder reads each column's levels from the data (a level no
+    row holds does not exist for it, which is not private). Here the graphical
+    model package gets the declared number of levels of every column, so the
+    incumbents, like skdp, must spread mass over every declared level.
+    Returns the sampled codes.
+    """
+    import pandas as pd
+    from mbi import Dataset, Domain
+    from snsynth.utils import cdp_rho
+
+    names = [f"col{j}" for j in range(codes.shape[1])]
+    data = Dataset(pd.DataFrame(codes, columns=names), Domain(names, cards))
+    model.num_rows = codes.shape[0]
+    if method == "aim":
+        model.rho = cdp_rho(epsilon, delta)
+        workload = model.get_workload(data, degree=model.degree, max_cells=10000)
+        model.AIM(data, workload)
+        synth = model.synthesizer.synthetic_data(rows=codes.shape[0])
+    else:
+        model.MST(data, epsilon, delta)
+        synth = model.undo_compress_fn(
+            model.synthesizer.synthetic_data(rows=codes.shape[0])
+        )
+    return synth.df[names].to_numpy(dtype=np.int64)
+
+
+def run_panel(table, method, epsilon, seed, patched, rounds, declared=False):
+    """One incumbent fit on a panel table, scored as the panel's methods.
+
+    With ``declared``, the incumbent gets the declared levels of every column
+    (8 bins, plus the missing level of nullable columns) instead of the
+    levels its encoder finds in the data.
+    """
     from bench_synthetic_panel import panel_tables, score_codes, scores
 
     from skdp.synthetic._domain import rebuild_table
 
-    train, test, _, score_domain = panel_tables(table)
+    train, test, fit_domain, score_domain = panel_tables(table)
     codes, specs, info = score_codes(train, score_domain)
     np.random.seed(seed)  # noqa: NPY002 (SmartNoise draws from the global state)
     if patched:
@@ -134,15 +168,25 @@ def run_panel(table, method, epsilon, seed, patched, rounds):
         from snsynth.mst import MSTSynthesizer
 
         model = MSTSynthesizer(epsilon=epsilon, delta=DELTA)
-    model.fit(
-        codes, categorical_columns=list(range(codes.shape[1])), preprocessor_eps=0.0
-    )
-    sampled = np.asarray(model.sample(codes.shape[0]), dtype=np.int64)
+    if declared:
+        cards = [
+            spec.n_values + int(fit_domain[spec.key].nullable) for spec in specs
+        ]
+        sampled = _fit_declared(model, method, codes, cards, epsilon, DELTA)
+    else:
+        model.fit(
+            codes,
+            categorical_columns=list(range(codes.shape[1])),
+            preprocessor_eps=0.0,
+        )
+        sampled = np.asarray(model.sample(codes.shape[0]), dtype=np.int64)
     cpu = time.process_time() - start
     synth = rebuild_table(specs, sampled, np.random.default_rng(seed), info, None)
     return {
         "table": table,
-        "method": method + ("-patched" if patched else "-shipped"),
+        "method": method
+        + ("-declared" if declared else "")
+        + ("-patched" if patched else "-shipped"),
         "epsilon": epsilon,
         "seed": seed,
         "rounds": rounds,
@@ -165,10 +209,22 @@ def main(argv=None):
         "--patched", action="store_true", help="fix the co-monotone sampler"
     )
     parser.add_argument("--table", help="a panel table (bench_synthetic_panel.py)")
+    parser.add_argument(
+        "--declared",
+        action="store_true",
+        help="panel only: give the incumbent every declared level, not the "
+        "levels its encoder finds in the data",
+    )
     args = parser.parse_args(argv)
     if args.table:
         result = run_panel(
-            args.table, args.method, args.epsilon, args.seed, args.patched, args.rounds
+            args.table,
+            args.method,
+            args.epsilon,
+            args.seed,
+            args.patched,
+            args.rounds,
+            args.declared,
         )
     else:
         result = run_one(

@@ -21,7 +21,9 @@ bins, the scoring bins that the incumbents get), ``independent`` (noisy
 1-way marginals on the 8-bin scoring codes, Gaussian, replace-one,
 calibrated to the same target).
 SmartNoise's AIM and MST run in their own venv through
-``bench_synthetic_incumbents.py --table NAME``; pass their JSON lines with
+``bench_synthetic_incumbents.py --table NAME`` (``aim``, ``mst``: levels read
+from the data by SmartNoise's encoder; with ``--declared``, ``aim-declared``,
+``mst-declared``: every declared level); pass their JSON lines with
 ``--incumbents FILE`` to print them beside.
 
 Usage::
@@ -189,7 +191,7 @@ def report(results):
     """The per-table comparison as text (means over seeds)."""
     methods = [
         m
-        for m in (*METHODS, "aim", "mst")
+        for m in (*METHODS, "aim", "mst", "aim-declared", "mst-declared")
         if any(r["method"].split("-patched")[0] == m for r in results)
     ]
     lines = []

@@ -551,7 +551,8 @@ def test_rounds_compress_near_empty_levels_and_keep_their_budget():
 
 def test_compress_auto_follows_the_relation():
     rng = np.random.default_rng(0)
-    X = np.column_stack([rng.integers(0, 3, 2000), rng.integers(0, 2, 2000)])
+    # Enough rows that the noise is below 1/200 of them (the "auto" gate).
+    X = np.column_stack([rng.integers(0, 3, 6000), rng.integers(0, 2, 6000)])
     domain = {0: list(range(12)), 1: [0, 1]}  # levels 3-11 of column 0 empty
     merged = {}
     for relation in ("replace-one", "add-remove"):
@@ -563,6 +564,36 @@ def test_compress_auto_follows_the_relation():
     assert merged["add-remove"] >= 9
     forced = DPSyntheticData(domain=domain, compress=True, random_state=0).fit(X)
     assert forced._model[2][0].merged.size >= 9
+
+
+def test_compress_auto_only_when_the_noise_is_small_against_the_rows():
+    """``"auto"`` compresses iff the 1-way noise std is at most n / 200.
+
+    At high noise, the 3-std threshold merges levels that hold a real share
+    of the rows (here each occurring level holds a sixth of 300 rows).
+    """
+    rng = np.random.default_rng(0)
+    sizes = [12, 2]  # column 0 declares 12 levels, only 6 occur
+    rho = 0.05
+    merged, std_share = {}, {}
+    for n in (300, 20_000):
+        X = np.column_stack([rng.integers(0, 6, n), rng.integers(0, 2, n)])
+        result = fit_aim(
+            X,
+            sizes,
+            rho,
+            np.random.default_rng(1),
+            round_iter=10,
+            final_iter=20,
+            compress="auto",
+            neighbouring="add-remove",
+        )
+        merged[n] = result.compression[0].merged.size
+        std_share[n] = result.measurements[0].std / result.n_rows
+        assert result.rho_used == pytest.approx(rho, rel=1e-9)
+    assert np.max(std_share[300]) > 1 / 200 > np.max(std_share[20_000])
+    assert merged[300] == 0  # no level merged at high noise
+    assert merged[20_000] >= 6  # the six empty levels merged at low noise
 
 
 # -- coarsened measurements ------------------------------------------------------

@@ -124,6 +124,12 @@ _SENSITIVITIES = {
 #: Levels whose noisy 1-way count is below this many noise standard
 #: deviations are merged (domain compression); ``None`` disables it.
 COMPRESS_BELOW = 3.0
+#: With ``compress="auto"``, domain compression runs only when the 1-way
+#: noise standard deviation is at most this share of the rows (released
+#: estimate under add-remove): at higher noise the ``COMPRESS_BELOW`` threshold
+#: merges levels that hold a real share of the rows, whose split is then
+#: guessed (see docs/benchmarks.md, synthetic panel, second round).
+COMPRESS_MAX_STD = 1.0 / 200.0
 #: Bandwidth, in bins, of the kernel that smooths the noisy counts of an
 #: ordered column's merged levels before they are expanded.
 SMOOTH_BINS = 1.5
@@ -561,9 +567,11 @@ def fit_aim(
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
         Sets the sensitivities; under ``"add-remove"`` the number of rows is
         not used, only its estimate from the noisy 1-way marginals.
-    compress : bool, default=False
+    compress : bool or "auto", default=False
         Merge each column's levels whose noisy 1-way count is below
         ``COMPRESS_BELOW`` noise standard deviations (domain compression).
+        ``"auto"``: only when the 1-way noise standard deviation is at most
+        ``COMPRESS_MAX_STD`` times the number of rows (or its estimate).
     ordered : sequence of int or None, default=None
         Per column, how many of its first levels are ordered (numeric bins;
         0 for a categorical column); only shapes how merged levels are
@@ -600,7 +608,10 @@ def fit_aim(
     ]
     if neighbouring == "add-remove":
         n_rows = estimate_total(measurements)
-    # Domain compression: post-processing of the 1-way measurements.
+    # Domain compression: post-processing of the 1-way measurements (the gate
+    # reads the noise and the number of rows or its released estimate).
+    if compress == "auto":
+        compress = std <= COMPRESS_MAX_STD * n_rows
     below = COMPRESS_BELOW if compress else None
     ordered = [0] * n_columns if ordered is None else [int(k) for k in ordered]
     # Numeric columns: about RUNS_PER_SQRT sqrt(n / std) runs of adjacent bins

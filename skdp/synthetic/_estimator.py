@@ -150,13 +150,12 @@ class DPSyntheticData(BaseEstimator):
         ``"aim"`` only: after the 1-way measurements, merge the levels of a
         column whose noisy count is below 3 noise standard deviations (MST's
         domain compression; free, see Notes). ``"auto"``: only under
-        ``neighbouring="add-remove"``. Measured on Adult (3 seeds, 2-way /
-        3-way TV): under add-remove it helps at small epsilon (0.048 / 0.094
-        against 0.050 / 0.098 at epsilon 0.3, 0.028 / 0.064 against 0.029 /
-        0.067 at 1); under replace-one, whose noise is ``sqrt(2)`` larger so
-        the threshold merges real levels, it hurts (0.061 / 0.112 against
-        0.058 / 0.106 at 0.3) though train-on-synthetic accuracy improves
-        (0.836 against 0.818).
+        ``neighbouring="add-remove"``, and only when the 1-way noise standard
+        deviation is at most 1/200 of the estimated number of rows (at
+        higher noise the threshold merges levels holding a real share of
+        the rows). Under replace-one, whose noise is ``sqrt(2)`` larger, the
+        threshold merges real levels and it hurt on Adult (docs/benchmarks.md,
+        "Synthetic data" and "Synthetic data on the panel").
     n_jobs : int or None, default=None
         Workers (joblib) counting the marginals of the ``"aim"`` rounds.
     random_state : int, RandomState instance or None, default=None
@@ -449,7 +448,7 @@ class DPSyntheticData(BaseEstimator):
                         spec.n_values if spec.edges is not None else 0 for spec in specs
                     ],
                     compress=(
-                        self.neighbouring == "add-remove"
+                        ("auto" if self.neighbouring == "add-remove" else False)
                         if self.compress == "auto"
                         else bool(self.compress)
                     ),
