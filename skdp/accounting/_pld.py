@@ -86,7 +86,12 @@ from scipy import optimize, special
 from scipy.fft import irfft, next_fast_len, rfft
 from scipy.signal import lfilter
 
-from .events import GaussianEvent, NoisyIterationEvent, PoissonGaussianEvent
+from .events import (
+    GaussianEvent,
+    NoisyIterationEvent,
+    PoissonGaussianEvent,
+    RandomAllocationGaussianEvent,
+)
 
 __all__ = ["gaussian_dp_delta", "gaussian_dp_epsilon", "pld_epsilon"]
 
@@ -854,7 +859,10 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
     grid; by symmetry of the relation the same bound holds from ``D'`` to
     ``D``. Replace-one Gaussian events (whose multiplier is relative to a
     replace-one sensitivity, not a per-record bound) are not chained: such
-    mixtures keep the Rényi bound.
+    mixtures keep the Rényi bound. Random allocation epochs
+    (:class:`RandomAllocationGaussianEvent`), alone: the lattice PLD of
+    ``_allocation_pld.py`` in both relations (one step an epoch is a
+    Gaussian: exact Gaussian DP); mixed with other events, None.
 
     Parameters
     ----------
@@ -871,12 +879,24 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
     -------
     (epsilon, name) or None
         ``name`` is ``"gdp"`` (exact, all events Gaussian) or ``"pld"``.
-        None if an event is neither Gaussian, Poisson-subsampled Gaussian
-        nor cyclic, if Poisson steps under replace-one come with Gaussian
+        None if an event is neither Gaussian, Poisson-subsampled Gaussian,
+        random allocation nor cyclic, if random allocation comes with other
+        events, if Poisson steps under replace-one come with Gaussian
         or cyclic events, or if a lattice would be too large.
     """
     steps, relation_mu2, record_mu2, cyclic = [], 0.0, 0.0, []
+    allocation = []
     for event, count in pairs:
+        if isinstance(event, RandomAllocationGaussianEvent):
+            epochs = count * event.epochs
+            if event.steps_per_epoch == 1:
+                # One step an epoch: one Gaussian of per-record sensitivity 1.
+                record_mu2 += epochs / event.noise_multiplier**2
+            elif epochs > 0:
+                allocation.append(
+                    (event.steps_per_epoch, event.noise_multiplier, epochs)
+                )
+            continue
         if isinstance(event, NoisyIterationEvent):
             if neighbouring != "replace-one":
                 return None
@@ -895,6 +915,10 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
             steps.append((event.sampling_rate, event.noise_multiplier, n))
     steps = _merged_steps(steps)
     replace_one = neighbouring == "replace-one"
+    if allocation:
+        if steps or cyclic or relation_mu2 > 0 or record_mu2 > 0:
+            return None
+        return _allocation_epsilon(allocation, delta, replace_one, reference, rel_slack)
     if not steps:
         # Only Gaussian mechanisms: exact Gaussian DP. Replacing a record
         # moves a full sum by twice its bound.
@@ -915,6 +939,31 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
         # The lattice was planned for a far larger epsilon: plan it again.
         again = _lattice_epsilon(
             steps, gauss_mu2, delta, replace_one, max(epsilon, 1e-3), rel_slack
+        )
+        epsilon = min(epsilon, again)
+    if not math.isfinite(epsilon):
+        return None
+    return max(0.0, epsilon), "pld"
+
+
+def _allocation_epsilon(groups, delta, replace_one, reference, rel_slack):
+    """``pld_epsilon`` of random allocation epochs alone, or None.
+
+    The lattice is planned for the smaller of the Rényi epsilon and a first
+    lattice answer, as for Poisson steps.
+    """
+    from ._allocation_pld import allocation_pld_epsilon
+
+    if reference is None or not math.isfinite(reference) or reference <= 0:
+        return None
+    merged = {}
+    for t, z, epochs in groups:
+        merged[(t, z)] = merged.get((t, z), 0) + epochs
+    groups = [(t, z, e) for (t, z), e in sorted(merged.items())]
+    epsilon = allocation_pld_epsilon(groups, delta, replace_one, reference, rel_slack)
+    if math.isfinite(epsilon) and epsilon < 0.5 * reference:
+        again = allocation_pld_epsilon(
+            groups, delta, replace_one, max(epsilon, 1e-4), rel_slack
         )
         epsilon = min(epsilon, again)
     if not math.isfinite(epsilon):
