@@ -83,8 +83,24 @@ __all__ = ["allocation_pld_epsilon"]
 _SUM_SLACK_SHARE = 0.5
 # Share of an epoch's failure probability given to the sums' Hoeffding term.
 _SUM_ETA_SHARE = 0.5
+# Add direction: mass of each summand's upper tail moved down (it lowers the
+# sum, so the loss only grows; a large summand makes the loss very negative,
+# so this costs little tightness and shortens the lattice).
+_ADD_INNER_TAIL = 1e-3
+# Add direction: the sum's slack is planned for sums near exp(-eps / sqrt(E))
+# (the loss is -log of the sum; E epochs), the exponent capped at this value.
+_ADD_SCALE_CAP = 8.0
 # Share of the floating-point budget of the sums' convolutions.
 _FP_SHARE = 1e-2
+# Largest summand lattice (points); a wider one is built coarser (a larger,
+# still valid, slack).
+_SUM_STEP_POINTS = 1 << 18
+# Largest sum lattice; past it the caller keeps the Rényi bound (at tiny
+# deltas the sums' convolutions are direct, quadratic in their length).
+_SUM_MAX_POINTS = 1 << 20
+# Largest direct convolution (products) of any lattice here: past it the
+# caller keeps the Rényi bound (a few seconds each on one core).
+_MAX_DIRECT = 1 << 33
 
 
 def _summand_range(mean, z, t, sign, tau, low):
@@ -193,7 +209,8 @@ class _SumPlan:
         share = tail / 2.0
         self.step_tau = _STEP_TAIL_SHARE * share / max(count, 1)
         self.base_tau = _STEP_TAIL_SHARE * share
-        self.step_low = _LOW_TAIL / max(count, 1)
+        inner = _LOW_TAIL if self.remove else _ADD_INNER_TAIL
+        self.step_low = inner / max(count, 1)
         level_share = (1.0 - _STEP_TAIL_SHARE) * share / (n_levels + 1)
         self.taus = [self.step_tau, *(level_share / copies[1:]), level_share]
         low = _LOW_TAIL / (n_levels + 1)
@@ -216,7 +233,7 @@ class _SumPlan:
                     )[::-1]
                 )
             )
-        ideal = _level_spacings(max(count, 1), budget, max(widths), _MAX_STEP_POINTS)
+        ideal = _level_spacings(max(count, 1), budget, max(widths), _SUM_STEP_POINTS)
         self.h0 = float(ideal[0])
         self.spacings = (
             np.maximum.accumulate(np.maximum(1, np.floor(ideal / self.h0)))
@@ -234,14 +251,27 @@ def _sum_lattice(t, z, plan):
             plan.null_mean, z, t, plan.sign, h, plan.step_tau, plan.step_low
         )
         part = step.power(
-            plan.count, plan.spacings, plan.taus, plan.allowances, plan.lows
+            plan.count,
+            plan.spacings,
+            plan.taus,
+            plan.allowances,
+            plan.lows,
+            _SUM_MAX_POINTS,
+            _MAX_DIRECT,
         )
     if plan.remove:
         base = _summand_lattice(plan.base_mean, z, t, 1.0, h, plan.base_tau, _LOW_TAIL)
         part = (
             base
             if part is None
-            else part.convolve(base, plan.taus[-1], plan.allowances[-1], plan.lows[-1])
+            else part.convolve(
+                base,
+                plan.taus[-1],
+                plan.allowances[-1],
+                plan.lows[-1],
+                _SUM_MAX_POINTS,
+                _MAX_DIRECT,
+            )
         )
     return part
 
@@ -339,6 +369,9 @@ def _direction_loss_lattice(groups, direction, delta, reference, rel_slack, scal
     total_epochs = sum(g.epochs for g in groups)
     target = rel_slack * reference
     sum_slack = _SUM_SLACK_SHARE * target / total_epochs
+    if direction == "add":
+        per_epoch = reference / math.sqrt(total_epochs)
+        sum_slack *= math.exp(-min(per_epoch, _ADD_SCALE_CAP))
     loss_slack = (1.0 - _SUM_SLACK_SHARE) * target
     eta = _ETA_SHARE * delta * scale
     budget = loss_slack**2 / (0.5 * math.log(1.0 / eta))
@@ -390,7 +423,9 @@ def _direction_loss_lattice(groups, direction, delta, reference, rel_slack, scal
             var=float(m0) ** 2,
             rel=rel + (p.size + 4.0) * _UNIT_ROUNDOFF,
         ).trim(taus[0], lows[0])
-        part = epoch.power(group.epochs, spacings, taus, allowances, lows)
+        part = epoch.power(
+            group.epochs, spacings, taus, allowances, lows, None, _MAX_DIRECT
+        )
         total = (
             part
             if total is None

@@ -246,13 +246,14 @@ def _fft_error(n_out, a, b):
     return math.sqrt(n_out) * 2.0 * eps_f * norms
 
 
-def _fft_convolve(a, b, square, allowance):
+def _fft_convolve(a, b, square, allowance, max_direct=None):
     """``a * b`` with an absolute (L1) and a relative error bound.
 
     Plain FFT when its error bound is within ``allowance``; otherwise the
     window holding all but a small mass of ``a`` (and of ``b``) is convolved
     directly (relative error) and the products involving the rest by FFT,
-    the rest shrunk until the bound fits (or the window is whole).
+    the rest shrunk until the bound fits (or the window is whole). A direct
+    part of more than ``max_direct`` products raises ``_TooLarge``.
     """
     n_out = a.size + b.size - 1
     error = _fft_error(n_out, a, b)
@@ -279,6 +280,8 @@ def _fft_convolve(a, b, square, allowance):
         if error <= allowance or whole:
             break
         outside *= 0.1
+    if max_direct is not None and (ia[1] - ia[0]) * (ib[1] - ib[0]) > max_direct:
+        raise _TooLarge
     p = np.zeros(n_out)
     direct = np.convolve(a[ia[0] : ia[1]], b[ib[0] : ib[1]])
     p[ia[0] + ib[0] : ia[0] + ib[0] + direct.size] = direct
@@ -385,25 +388,29 @@ class _Lattice:
             rel=rel,
         )
 
-    def convolve(self, other, tau, allowance=0.0, low_tau=None):
+    def convolve(
+        self, other, tau, allowance=0.0, low_tau=None, max_points=None, max_direct=None
+    ):
         """Distribution of the sum of independent draws, trimmed at ``tau``.
 
         Short inputs are convolved directly (a positive sum: relative error);
         long ones by FFT, whose absolute error bound (step 4) is kept below
         ``allowance`` by convolving the bulk of the mass directly and only
-        the small rest by FFT.
+        the small rest by FFT. More than ``max_points`` (default
+        ``_MAX_POINTS``) output points, or a direct part of more than
+        ``max_direct`` products (default: no limit), raise ``_TooLarge``.
         """
         spacing = max(self.spacing, other.spacing)
         a_lat, b_lat = self.coarsen(spacing), other.coarsen(spacing)
         a, b = a_lat.p, b_lat.p
         n_out = a.size + b.size - 1
-        if n_out > _MAX_POINTS:
+        if n_out > (_MAX_POINTS if max_points is None else max_points):
             raise _TooLarge
         square = a_lat is b_lat
         if min(a.size, b.size) < 64:
             p, error, rel = np.convolve(a, b), 0.0, _direct_rel(min(a.size, b.size))
         else:
-            p, error, rel = _fft_convolve(a, b, square, allowance)
+            p, error, rel = _fft_convolve(a, b, square, allowance, max_direct)
         np.maximum(p, 0.0, out=p)
         inf = 1.0 - (1.0 - a_lat.inf) * (1.0 - b_lat.inf)
         mass_a, mass_b = float(a.sum()), float(b.sum())
@@ -445,7 +452,9 @@ class _Lattice:
             self.offset + first, kept, self.inf + to_inf, rel=rel, slack=slack
         )
 
-    def power(self, count, spacings, taus, allowances, lows):
+    def power(
+        self, count, spacings, taus, allowances, lows, max_points=None, max_direct=None
+    ):
         """``count``-fold self-composition by repeated squaring.
 
         The square of level ``i`` is re-rounded to ``spacings[i + 1]`` and
@@ -458,11 +467,20 @@ class _Lattice:
                 if result is None:
                     result = base
                 else:
-                    result = result.convolve(base, taus[-1], allowances[-1], lows[-1])
+                    result = result.convolve(
+                        base, taus[-1], allowances[-1], lows[-1], max_points, max_direct
+                    )
             count >>= 1
             if count:
                 level += 1
-                base = base.convolve(base, taus[level], allowances[level], lows[level])
+                base = base.convolve(
+                    base,
+                    taus[level],
+                    allowances[level],
+                    lows[level],
+                    max_points,
+                    max_direct,
+                )
                 base = base.coarsen(spacings[level]).trim(taus[level], lows[level])
         return result
 
