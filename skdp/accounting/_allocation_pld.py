@@ -100,7 +100,7 @@ _SUM_STEP_POINTS = 1 << 18
 _SUM_MAX_POINTS = 1 << 20
 # Largest direct convolution (products) of any lattice here: past it the
 # caller keeps the Rényi bound (a few seconds each on one core).
-_MAX_DIRECT = 1 << 33
+_MAX_DIRECT = 1 << 35
 
 
 def _summand_range(mean, z, t, sign, tau, low):
