@@ -175,9 +175,7 @@ def test_never_below_the_true_privacy_loss_of_tiny_mechanisms(
     ]
     # The PLD is the tighter one here (and must still hold).
     assert epsilons[1] < epsilons[0]
-    true_renyi, true_deltas = _true_renyi_and_hockey(
-        d1, d2, steps, z, orders, epsilons
-    )
+    true_renyi, true_deltas = _true_renyi_and_hockey(d1, d2, steps, z, orders, epsilons)
     assert np.all(true_renyi <= bound + 1e-9), (true_renyi, bound)
     assert max(true_deltas) <= delta, (epsilons, true_deltas)
     # The worst-case add/remove pair is the dominating pair itself: there the
@@ -203,8 +201,7 @@ def test_pld_of_two_steps_is_tight_against_the_exact_pair(z, delta):
     def exact_delta(epsilon):
         pairs = (((0.0, 0.0, 1.0), (0.0, 0.0)), ((0.0, 0.0), (0.0, 0.0, 1.0)))
         return max(
-            _true_renyi_and_hockey(d1, d2, 2, z, [2.0], epsilon)[1]
-            for d1, d2 in pairs
+            _true_renyi_and_hockey(d1, d2, 2, z, [2.0], epsilon)[1] for d1, d2 in pairs
         )
 
     assert exact_delta(ours.epsilon) <= delta
