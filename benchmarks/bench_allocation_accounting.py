@@ -3,10 +3,12 @@
 Prints two tables:
 
 1. epsilon and time on a grid of (noise multiplier, steps per epoch, epochs,
-   delta): our random-allocation Rényi accountant (add/remove and
+   delta): our random-allocation accountants (Rényi, and ``accountant="pld"``
+   which reports the smaller of Rényi and the numerical PLD; add/remove and
    replace-one), the Poisson accountant at rate 1/t (Rényi and PLD), and with
    ``--reference`` the authors' PLD accountant (``pld-accounting``, its upper
-   and lower bounds);
+   and lower bounds; ``--reference-cache FILE`` reads them from JSON lines
+   with keys z, t, epochs, delta, upper, lower, s instead);
 2. the noise multiplier needed for a target epsilon at n = 30,000, 120 steps
    an epoch, 10 epochs, delta = 1e-5, for allocation, Poisson and shuffled
    batches (composition over each record's steps, replace-one only), under
@@ -15,9 +17,11 @@ Prints two tables:
 Usage::
 
     nice python benchmarks/bench_allocation_accounting.py [--reference] [--full]
+        [--reference-cache FILE] [--grid-from-cache] [--no-noise]
 """
 
 import argparse
+import json
 import math
 import time
 
@@ -62,49 +66,66 @@ def _reference_epsilon(z, t, e, delta):
     )
 
 
-def epsilon_table(grid, reference):
+def _load_cache(path):
+    """Reference results keyed by (z, t, epochs, delta)."""
+    cache = {}
+    if path:
+        with open(path) as f:
+            for line in f:
+                row = json.loads(line)
+                key = (row["z"], row["t"], row["epochs"], row["delta"])
+                cache[key] = (row["upper"], row["lower"], row["s"])
+    return cache
+
+
+def epsilon_table(grid, reference, cache):
     """Print epsilon and seconds of every accountant on ``grid``."""
     print(
-        "| z | t | epochs | delta | alloc a/r | alloc r-1 | s | Poisson RDP a/r "
-        "| Poisson PLD a/r | s | ref upper | ref lower | s | alloc/ref upper |"
+        "| z | t | epochs | delta | alloc RDP a/r | alloc PLD a/r | s "
+        "| alloc RDP r-1 | alloc PLD r-1 | s | Poisson PLD a/r "
+        "| ref upper | ref lower | ref s | alloc PLD / ref upper |"
     )
-    print("|" + "---|" * 14)
+    print("|" + "---|" * 15)
     for z, t, e, delta in grid:
         event = RandomAllocationGaussianEvent(t, z, e)
-        (ar, r1), secs = _timed(
-            lambda event=event, delta=delta: (
-                account(event, delta, neighbouring="add-remove", warn=False),
-                account(event, delta, neighbouring="replace-one", warn=False),
+        rdp = [
+            account(event, delta, neighbouring=rel, warn=False)
+            for rel in ("add-remove", "replace-one")
+        ]
+        pld, secs = [], []
+        for rel in ("add-remove", "replace-one"):
+            spent, sec = _timed(
+                lambda rel=rel, event=event, delta=delta: account(
+                    event, delta, neighbouring=rel, warn=False, accountant="pld"
+                )
             )
-        )
+            pld.append(spent)
+            secs.append(sec)
         poisson = PoissonGaussianEvent(1.0 / t, z, t * e)
-        (p_rdp, p_pld), p_secs = _timed(
-            lambda poisson=poisson, delta=delta: (
-                account(poisson, delta, neighbouring="add-remove", warn=False),
-                account(
-                    poisson,
-                    delta,
-                    neighbouring="add-remove",
-                    warn=False,
-                    accountant="pld",
-                ),
-            )
+        p_pld = account(
+            poisson, delta, neighbouring="add-remove", warn=False, accountant="pld"
         )
         ref = ("-", "-", "-", "-")
-        if reference:
+        found = cache.get((z, t, e, delta))
+        if found is None and reference:
             (upper, lower), r_secs = _timed(
                 lambda z=z, t=t, e=e, delta=delta: _reference_epsilon(z, t, e, delta)
             )
+            found = (upper, lower, r_secs)
+        if found is not None:
+            upper, lower, r_secs = found
             ref = (
                 f"{upper:.4g}",
                 f"{lower:.4g}",
                 f"{r_secs:.1f}",
-                f"{ar.epsilon / upper:.3f}",
+                f"{pld[0].epsilon / upper:.4f}",
             )
+        names = [p.accountant for p in pld]
         print(
-            f"| {z:g} | {t} | {e} | {delta:g} | {ar.epsilon:.4g} | {r1.epsilon:.4g} "
-            f"| {secs:.1f} | {p_rdp.epsilon:.4g} | {p_pld.epsilon:.4g} "
-            f"| {p_secs:.1f} | {' | '.join(ref)} |",
+            f"| {z:g} | {t} | {e} | {delta:g} | {rdp[0].epsilon:.4g} "
+            f"| {pld[0].epsilon:.4g} ({names[0]}) | {secs[0]:.1f} "
+            f"| {rdp[1].epsilon:.4g} | {pld[1].epsilon:.4g} ({names[1]}) "
+            f"| {secs[1]:.1f} | {p_pld.epsilon:.4g} | {' | '.join(ref)} |",
             flush=True,
         )
 
@@ -141,7 +162,7 @@ def noise_table(reference):
         f"an epoch, {EPOCHS} epochs, delta = {DELTA:g})\n"
     )
     print(
-        "| epsilon | relation | allocation (ours) | Poisson 1/t | shuffle "
+        "| epsilon | relation | allocation (ours, pld) | Poisson 1/t (pld) | shuffle "
         "(composition) | reference allocation |"
     )
     print("|---|---|---|---|---|---|")
@@ -152,6 +173,7 @@ def noise_table(reference):
                     lambda z: RandomAllocationGaussianEvent(STEPS, z, EPOCHS),
                     target,
                     relation,
+                    accountant="pld",
                 )
             )
             poisson = _calibrate(
@@ -175,9 +197,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference", action="store_true")
     parser.add_argument("--full", action="store_true")
+    parser.add_argument("--reference-cache", default=None)
+    parser.add_argument("--grid-from-cache", action="store_true")
+    parser.add_argument("--no-noise", action="store_true")
     args = parser.parse_args()
-    epsilon_table(FULL_GRID if args.full else GRID, args.reference)
-    noise_table(args.reference)
+    cache = _load_cache(args.reference_cache)
+    grid = FULL_GRID if args.full else GRID
+    if args.grid_from_cache:
+        grid = list(cache)
+    epsilon_table(grid, args.reference, cache)
+    if not args.no_noise:
+        noise_table(args.reference)
 
 
 if __name__ == "__main__":

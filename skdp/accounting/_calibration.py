@@ -61,8 +61,9 @@ def account(
         ``"rdp"``: the Rényi-DP accountant. ``"pld"``: also the tight
         conversions of :mod:`skdp.accounting._pld` where they apply (exact
         Gaussian DP when every event is Gaussian; the numerical privacy loss
-        distribution for Poisson-subsampled Gaussian steps, under replace-one
-        chained through the data set without the record), reporting the
+        distribution for Poisson-subsampled Gaussian steps and for random
+        allocation epochs, under replace-one chained through the data set
+        without the record), reporting the
         smaller of the valid bounds and naming it in ``accountant``. Only
         for events that describe the mechanism exactly: a ``GaussianEvent``
         standing for a zCDP budget (as in

@@ -86,7 +86,12 @@ from scipy import optimize, special
 from scipy.fft import irfft, next_fast_len, rfft
 from scipy.signal import lfilter
 
-from .events import GaussianEvent, NoisyIterationEvent, PoissonGaussianEvent
+from .events import (
+    GaussianEvent,
+    NoisyIterationEvent,
+    PoissonGaussianEvent,
+    RandomAllocationGaussianEvent,
+)
 
 __all__ = ["gaussian_dp_delta", "gaussian_dp_epsilon", "pld_epsilon"]
 
@@ -241,13 +246,14 @@ def _fft_error(n_out, a, b):
     return math.sqrt(n_out) * 2.0 * eps_f * norms
 
 
-def _fft_convolve(a, b, square, allowance):
+def _fft_convolve(a, b, square, allowance, max_direct=None):
     """``a * b`` with an absolute (L1) and a relative error bound.
 
     Plain FFT when its error bound is within ``allowance``; otherwise the
     window holding all but a small mass of ``a`` (and of ``b``) is convolved
     directly (relative error) and the products involving the rest by FFT,
-    the rest shrunk until the bound fits (or the window is whole).
+    the rest shrunk until the bound fits (or the window is whole). A direct
+    part of more than ``max_direct`` products raises ``_TooLarge``.
     """
     n_out = a.size + b.size - 1
     error = _fft_error(n_out, a, b)
@@ -274,6 +280,8 @@ def _fft_convolve(a, b, square, allowance):
         if error <= allowance or whole:
             break
         outside *= 0.1
+    if max_direct is not None and (ia[1] - ia[0]) * (ib[1] - ib[0]) > max_direct:
+        raise _TooLarge
     p = np.zeros(n_out)
     direct = np.convolve(a[ia[0] : ia[1]], b[ib[0] : ib[1]])
     p[ia[0] + ib[0] : ia[0] + ib[0] + direct.size] = direct
@@ -380,25 +388,29 @@ class _Lattice:
             rel=rel,
         )
 
-    def convolve(self, other, tau, allowance=0.0, low_tau=None):
+    def convolve(
+        self, other, tau, allowance=0.0, low_tau=None, max_points=None, max_direct=None
+    ):
         """Distribution of the sum of independent draws, trimmed at ``tau``.
 
         Short inputs are convolved directly (a positive sum: relative error);
         long ones by FFT, whose absolute error bound (step 4) is kept below
         ``allowance`` by convolving the bulk of the mass directly and only
-        the small rest by FFT.
+        the small rest by FFT. More than ``max_points`` (default
+        ``_MAX_POINTS``) output points, or a direct part of more than
+        ``max_direct`` products (default: no limit), raise ``_TooLarge``.
         """
         spacing = max(self.spacing, other.spacing)
         a_lat, b_lat = self.coarsen(spacing), other.coarsen(spacing)
         a, b = a_lat.p, b_lat.p
         n_out = a.size + b.size - 1
-        if n_out > _MAX_POINTS:
+        if n_out > (_MAX_POINTS if max_points is None else max_points):
             raise _TooLarge
         square = a_lat is b_lat
         if min(a.size, b.size) < 64:
             p, error, rel = np.convolve(a, b), 0.0, _direct_rel(min(a.size, b.size))
         else:
-            p, error, rel = _fft_convolve(a, b, square, allowance)
+            p, error, rel = _fft_convolve(a, b, square, allowance, max_direct)
         np.maximum(p, 0.0, out=p)
         inf = 1.0 - (1.0 - a_lat.inf) * (1.0 - b_lat.inf)
         mass_a, mass_b = float(a.sum()), float(b.sum())
@@ -440,7 +452,9 @@ class _Lattice:
             self.offset + first, kept, self.inf + to_inf, rel=rel, slack=slack
         )
 
-    def power(self, count, spacings, taus, allowances, lows):
+    def power(
+        self, count, spacings, taus, allowances, lows, max_points=None, max_direct=None
+    ):
         """``count``-fold self-composition by repeated squaring.
 
         The square of level ``i`` is re-rounded to ``spacings[i + 1]`` and
@@ -453,11 +467,20 @@ class _Lattice:
                 if result is None:
                     result = base
                 else:
-                    result = result.convolve(base, taus[-1], allowances[-1], lows[-1])
+                    result = result.convolve(
+                        base, taus[-1], allowances[-1], lows[-1], max_points, max_direct
+                    )
             count >>= 1
             if count:
                 level += 1
-                base = base.convolve(base, taus[level], allowances[level], lows[level])
+                base = base.convolve(
+                    base,
+                    taus[level],
+                    allowances[level],
+                    lows[level],
+                    max_points,
+                    max_direct,
+                )
                 base = base.coarsen(spacings[level]).trim(taus[level], lows[level])
         return result
 
@@ -854,7 +877,10 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
     grid; by symmetry of the relation the same bound holds from ``D'`` to
     ``D``. Replace-one Gaussian events (whose multiplier is relative to a
     replace-one sensitivity, not a per-record bound) are not chained: such
-    mixtures keep the Rényi bound.
+    mixtures keep the Rényi bound. Random allocation epochs
+    (:class:`RandomAllocationGaussianEvent`), alone: the lattice PLD of
+    ``_allocation_pld.py`` in both relations (one step an epoch is a
+    Gaussian: exact Gaussian DP); mixed with other events, None.
 
     Parameters
     ----------
@@ -871,12 +897,24 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
     -------
     (epsilon, name) or None
         ``name`` is ``"gdp"`` (exact, all events Gaussian) or ``"pld"``.
-        None if an event is neither Gaussian, Poisson-subsampled Gaussian
-        nor cyclic, if Poisson steps under replace-one come with Gaussian
+        None if an event is neither Gaussian, Poisson-subsampled Gaussian,
+        random allocation nor cyclic, if random allocation comes with other
+        events, if Poisson steps under replace-one come with Gaussian
         or cyclic events, or if a lattice would be too large.
     """
     steps, relation_mu2, record_mu2, cyclic = [], 0.0, 0.0, []
+    allocation = []
     for event, count in pairs:
+        if isinstance(event, RandomAllocationGaussianEvent):
+            epochs = count * event.epochs
+            if event.steps_per_epoch == 1:
+                # One step an epoch: one Gaussian of per-record sensitivity 1.
+                record_mu2 += epochs / event.noise_multiplier**2
+            elif epochs > 0:
+                allocation.append(
+                    (event.steps_per_epoch, event.noise_multiplier, epochs)
+                )
+            continue
         if isinstance(event, NoisyIterationEvent):
             if neighbouring != "replace-one":
                 return None
@@ -895,6 +933,10 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
             steps.append((event.sampling_rate, event.noise_multiplier, n))
     steps = _merged_steps(steps)
     replace_one = neighbouring == "replace-one"
+    if allocation:
+        if steps or cyclic or relation_mu2 > 0 or record_mu2 > 0:
+            return None
+        return _allocation_epsilon(allocation, delta, replace_one, reference, rel_slack)
     if not steps:
         # Only Gaussian mechanisms: exact Gaussian DP. Replacing a record
         # moves a full sum by twice its bound.
@@ -915,6 +957,31 @@ def pld_epsilon(pairs, delta, neighbouring, *, reference=None, rel_slack=5e-3):
         # The lattice was planned for a far larger epsilon: plan it again.
         again = _lattice_epsilon(
             steps, gauss_mu2, delta, replace_one, max(epsilon, 1e-3), rel_slack
+        )
+        epsilon = min(epsilon, again)
+    if not math.isfinite(epsilon):
+        return None
+    return max(0.0, epsilon), "pld"
+
+
+def _allocation_epsilon(groups, delta, replace_one, reference, rel_slack):
+    """``pld_epsilon`` of random allocation epochs alone, or None.
+
+    The lattice is planned for the smaller of the Rényi epsilon and a first
+    lattice answer, as for Poisson steps.
+    """
+    from ._allocation_pld import allocation_pld_epsilon
+
+    if reference is None or not math.isfinite(reference) or reference <= 0:
+        return None
+    merged = {}
+    for t, z, epochs in groups:
+        merged[(t, z)] = merged.get((t, z), 0) + epochs
+    groups = [(t, z, e) for (t, z), e in sorted(merged.items())]
+    epsilon = allocation_pld_epsilon(groups, delta, replace_one, reference, rel_slack)
+    if math.isfinite(epsilon) and epsilon < 0.5 * reference:
+        again = allocation_pld_epsilon(
+            groups, delta, replace_one, max(epsilon, 1e-4), rel_slack
         )
         epsilon = min(epsilon, again)
     if not math.isfinite(epsilon):
