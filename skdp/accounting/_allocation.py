@@ -29,8 +29,10 @@ sum by the multinomial theorem and using independence,
                   prod_j exp(a_j (a_j - 1) / (2 z^2))
                 = a! [x^a] (sum_k c_k x^k)^t,  c_k = exp(k (k-1) / (2 z^2)) / (k! t^k)
 
-(the same sum as Feldman and Shenfeld 2025, Corollary 6.2, written over
-partitions there). The coefficients of the truncated power series are computed
+(the same sum as Feldman and Shenfeld 2025, "Privacy amplification by random
+allocation", arXiv:2502.08202, written over partitions there; its number
+there is not verified here, and the expansion above is the proof). The
+coefficients of the truncated power series are computed
 exactly (all terms positive, log space, binary powering: no cancellation).
 A fractional order uses the next integer order (Rényi divergence does not
 decrease with the order: van Erven and Harremoës 2014, Theorem 3).
@@ -152,7 +154,7 @@ def _log_remove_moments(steps, z):
 def allocation_rdp_remove(orders, steps_per_epoch, noise_multiplier):
     """RDP of one epoch of random allocation, remove direction ``D_a(P || Q)``.
 
-    Exact at integer orders up to 512 (Feldman and Shenfeld 2025, Cor. 6.2;
+    Exact at integer orders up to 512 (the multinomial expansion of the
     module docstring); a fractional order takes the next integer's value
     (monotonicity in the order), and orders beyond 512 the Gaussian cap
     ``a / (2 z^2)``.
