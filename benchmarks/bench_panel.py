@@ -374,7 +374,7 @@ def _anchored_temperature(X, codes, W, plan, *, row_norm, fit_intercept, rng, fl
     """
     from scipy.special import expit, softmax
 
-    from skdp._solvers._sgd import _scores, feature_norm, row_projection, tame_rows
+    from skdp._solvers._rows import feature_norm, row_projection, row_scores, tame_rows
 
     K = plan.n_classes
     w1 = floor["hist_weight"]
@@ -410,7 +410,7 @@ def _anchored_temperature(X, codes, W, plan, *, row_norm, fit_intercept, rng, fl
     raw = np.sqrt(np.einsum("ij,ij->i", X, X))
     X, raw = tame_rows(X, raw, feature_norm(row_norm, fit_intercept))
     scale, _ = row_projection(raw, row_norm, fit_intercept)
-    d = _scores(W, X, scale, fit_intercept) - m
+    d = row_scores(W, X, scale, fit_intercept) - m
     if not binary:
         d -= d.mean(axis=1, keepdims=True)
     d = np.clip(d, -bound, bound)

@@ -13,15 +13,14 @@ from sklearn.preprocessing import MaxAbsScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp._solvers import _saddle as saddle
+from skdp._solvers._rows import row_norms, row_projection, row_scores
 from skdp._solvers._saddle import (
     _group_loss_sums,
-    _scores,
     _second_moment,
     _weighted_gradient,
     make_saddle_plan,
     project_capped_simplex,
 )
-from skdp._solvers._sgd import _row_norms, row_projection
 from skdp.accounting import DEFAULT_ORDERS, GaussianEvent, account, event_rdp
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.fairness import DPSaddlePointClassifier
@@ -259,7 +258,7 @@ def _releases(data, w, v, plan, feature_norm):
     raw = np.linalg.norm(X, axis=1)
     scale = np.minimum(1.0, feature_norm / np.maximum(raw, 1e-300))
     norm = np.sqrt((raw * scale) ** 2 + 1.0)
-    scores = _scores(w, X, scale, True)
+    scores = row_scores(w, X, scale, True)
     grad = _weighted_gradient(scores, X, y, v[codes], scale, norm, plan, True)
     losses = _group_loss_sums(scores, y, codes, plan)
     return grad / v.max(), losses, np.bincount(codes, minlength=2)
@@ -364,10 +363,10 @@ def test_second_moment_sensitivity_by_enumeration(fit_intercept, neighbouring):
     )
     grid = [-3.0, -1.0, 0.0, 0.5, 1.0, 2.0]
     xs = np.array(list(itertools.product(grid, repeat=2)))
-    scale, _ = row_projection(_row_norms(xs), row_norm, fit_intercept)
+    scale, _ = row_projection(row_norms(xs), row_norm, fit_intercept)
     upper = np.triu_indices(2 + int(fit_intercept))
     base = np.array([[1.0, -2.0], [0.5, 0.5]])
-    base_scale, _ = row_projection(_row_norms(base), row_norm, fit_intercept)
+    base_scale, _ = row_projection(row_norms(base), row_norm, fit_intercept)
     outs = []
     for x, sc in zip(xs, scale, strict=True):
         moment = _second_moment(
@@ -386,7 +385,7 @@ def test_second_moment_sensitivity_by_enumeration(fit_intercept, neighbouring):
     bound = plan.second_moment_sensitivity
     assert bound == pytest.approx(expected)
     assert worst <= bound * (1 + 1e-12)
-    if not fit_intercept:  # (_row_norms is not exact to the last bit)
+    if not fit_intercept:  # (row_norms is not exact to the last bit)
         assert worst == pytest.approx(bound, rel=1e-6)
 
 

@@ -12,13 +12,8 @@ import numpy as np
 import pytest
 from scipy.special import expit, softmax
 
-from skdp._solvers._sgd import (
-    _row_norms,
-    _secret_order,
-    make_plan,
-    row_projection,
-    run_logistic_sgd,
-)
+from skdp._solvers._rows import row_norms, row_projection
+from skdp._solvers._sgd import _secret_order, make_plan, run_logistic_sgd
 
 
 def _reference_poisson_batch(n, q, rng):
@@ -68,7 +63,7 @@ def _reference_run(X, codes, plan, z, row_norm, fit_intercept, rng, sample_weigh
     poisson = plan.sampling == "poisson"
     if poisson and not isinstance(X, np.memmap):
         all_scale, all_norm = row_projection(
-            _row_norms(X, exact=True), row_norm, fit_intercept
+            row_norms(X, exact=True), row_norm, fit_intercept
         )
     n, per_epoch = plan.n_samples, len(plan.batch_sizes)
     bounds = np.concatenate([[0], np.cumsum(plan.batch_sizes)])

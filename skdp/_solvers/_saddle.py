@@ -110,14 +110,15 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from ..accounting import GaussianEvent, logistic_constants
-from ._sgd import (
-    _log_linear,
-    _row_norms,
+from ._rows import (
     feature_norm,
     rounded_up_float32,
+    row_norms,
     row_projection,
+    row_scores,
     tame_rows,
 )
+from ._tuning import log_linear
 
 __all__ = ["SaddlePlan", "make_saddle_plan", "project_capped_simplex", "run_saddle_gda"]
 
@@ -416,7 +417,7 @@ class SaddlePlan:
         a longer walk, which removes optimisation bias. Public: ``n``, ``z``
         and the plan only; independent of the number of steps.
         """
-        return _log_linear(
+        return log_linear(
             self.run_noise(noise_multiplier),
             *_WALK_RADIUS_NOISE,
             _NOISE_WALK_RADIUS,
@@ -432,7 +433,7 @@ class SaddlePlan:
         a noise-dominated model and adds the early iterates' bias, which only
         pays where the noise dominates. Public, like :meth:`walk_radius`.
         """
-        return _log_linear(
+        return log_linear(
             self.run_noise(noise_multiplier),
             *_TAIL_NOISE,
             _TAIL_FRACTION_MAX,
@@ -598,13 +599,6 @@ def project_capped_simplex(p, caps):
     return np.minimum(q, caps)
 
 
-def _scores(w, X, scale, fit_intercept):
-    """Scores of the projected rows ``scale * x`` (intercept column implicit)."""
-    coef = w[:-1] if fit_intercept else w
-    scores = (X @ coef) * scale
-    return scores + w[-1] if fit_intercept else scores
-
-
 def _weighted_gradient(scores, X, y, row_weights, scale, norm, plan, fit_intercept):
     """``sum_i v_i c_i``: clipped per-example logistic gradients, weighted.
 
@@ -733,7 +727,7 @@ def run_saddle_gda(
     # first (no overflow to NaN); the projection reads the norms as float32,
     # rounded up.
     X, raw = tame_rows(
-        X, _row_norms(X, exact=True), feature_norm(row_norm, fit_intercept)
+        X, row_norms(X, exact=True), feature_norm(row_norm, fit_intercept)
     )
     scale, norm = row_projection(rounded_up_float32(raw), row_norm, fit_intercept)
     std_count, std_loss, std_grad = plan.noise_stds(noise_multiplier)
@@ -767,7 +761,7 @@ def run_saddle_gda(
     tail = plan.tail_fraction(noise_multiplier)
     first_averaged = min(int(plan.n_iter * (1.0 - tail)), plan.n_iter - 1)
     for step in range(plan.n_iter):
-        scores = _scores(w, X, scale, fit_intercept)
+        scores = row_scores(w, X, scale, fit_intercept)
         # Release 2: the noisy p-weighted gradient sum; its sensitivity is
         # 2 C max_k v_k, fixed by earlier releases (see the module docstring).
         v = p / denom

@@ -20,6 +20,14 @@ from ..accounting import (
     gradient_step_lipschitz,
     logistic_constants,
 )
+from ._rows import (
+    feature_norm,
+    row_norms,
+    row_projection,
+    row_scores,
+    tame_rows,
+)
+from ._tuning import log_linear
 
 __all__ = [
     "SGDPlan",
@@ -329,20 +337,6 @@ def auto_epochs(sampling, epsilon=None, neighbouring="replace-one"):
     return epochs
 
 
-def _log_linear(noise, start, end, low, high):
-    """``low`` at ``noise >= start``, ``high`` at ``noise <= end``, log-linear between.
-
-    The shape of the noise-dependent "auto" rules (``start > end``): a value
-    ``low * (high / low) ** t`` with ``t`` the position of ``log noise``
-    between ``log start`` (0) and ``log end`` (1), clamped to [0, 1]. ``noise``
-    None (unknown): ``low``.
-    """
-    if noise is None:
-        return low
-    t = np.log(start / max(noise, 1e-300)) / np.log(start / end)
-    return float(low * (high / low) ** min(max(t, 0.0), 1.0))
-
-
 def auto_clip_fraction(relative_noise):
     """Poisson ``clip_norm="auto"`` as a fraction of the gradient bound.
 
@@ -360,7 +354,7 @@ def auto_clip_fraction(relative_noise):
         0.05 when the relative noise is at least 0.2, 0.25 when it is at most
         0.05, log-linear in between. A function of public quantities only.
     """
-    return _log_linear(relative_noise, *_AUTO_CLIP_RHO, *_AUTO_CLIP_RANGE)
+    return log_linear(relative_noise, *_AUTO_CLIP_RHO, *_AUTO_CLIP_RANGE)
 
 
 def auto_step_boost(coordinate_noise):
@@ -379,7 +373,7 @@ def auto_step_boost(coordinate_noise):
         1 (no change) when ``z / b`` is at least 0.017, 2 when it is at most
         0.011, log-linear in between. A function of public quantities only.
     """
-    return _log_linear(coordinate_noise, *_AUTO_STEP_NOISE, 1.0, _AUTO_STEP_BOOST_MAX)
+    return log_linear(coordinate_noise, *_AUTO_STEP_NOISE, 1.0, _AUTO_STEP_BOOST_MAX)
 
 
 def make_plan(
@@ -525,123 +519,6 @@ def _unbounded_step(n_samples, n_batches, epochs, epsilon, neighbouring, solver,
     return _UNBOUNDED_STEP * factor / clip
 
 
-def row_projection(raw_norms, row_norm, fit_intercept):
-    """Scale and norm of rows projected onto the public ball, intercept included.
-
-    The rows fed to the loss are ``[scale * x, 1]`` (or ``scale * x`` without an
-    intercept) with ``||.|| <= row_norm``: the features go onto the ball of
-    radius ``sqrt(row_norm^2 - 1)`` (``row_norm`` without an intercept).
-
-    Parameters
-    ----------
-    raw_norms : ndarray of shape (n,)
-        Norms of the raw rows (from :func:`_row_norms`, or of one batch).
-    row_norm : float
-    fit_intercept : bool
-
-    Returns
-    -------
-    scale : ndarray of shape (n,)
-        ``min(1, feature_norm / ||x||)``.
-    norm : ndarray of shape (n,)
-        Norm of each projected row fed to the loss.
-    """
-    raw = np.asarray(raw_norms, dtype=float)
-    radius = feature_norm(row_norm, fit_intercept)
-    # Only rows beyond the ball are scaled (no division by tiny norms, which
-    # overflows against the unbounded radius).
-    scale = np.ones_like(raw)
-    beyond = raw > radius
-    scale[beyond] = radius / raw[beyond]
-    norm = raw * scale
-    if fit_intercept:
-        norm = np.sqrt(norm**2 + 1.0)
-    return scale, norm
-
-
-def _row_norms(X, chunk=65536, exact=False):
-    """L2 norm of every row, read in chunks (a memmap is never loaded whole).
-
-    Stored as float32 rounded up (never understating a norm), or as the exact
-    float64 norms with ``exact=True``.
-    """
-    out = np.empty(X.shape[0], dtype=float if exact else np.float32)
-    for lo in range(0, X.shape[0], chunk):
-        block = np.asarray(X[lo : lo + chunk], dtype=float)
-        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
-        out[lo : lo + chunk] = norms if exact else rounded_up_float32(norms)
-    return out
-
-
-def rounded_up_float32(norms):
-    """Norms stored as float32, rounded up (a norm is never understated)."""
-    return np.nextafter(np.asarray(norms).astype(np.float32), np.inf)
-
-
-# Rows whose norm exceeds this are put on the public ball before any product
-# (:func:`tame_rows`). Below it, float32 norms and the products ``X @ w`` of the
-# unprojected rows stay far from overflow for any model of norm below 1e270;
-# the estimators cap the row-norm bound, the clip and the step at 1e30
-# (``MAGNITUDE_LIMIT``), so a projected row is never scaled up.
-_EXTREME_NORM = 1e30
-
-
-def feature_norm(row_norm, fit_intercept):
-    """Radius of the ball the features go onto (see :func:`row_projection`)."""
-    return math.sqrt(row_norm**2 - 1.0) if fit_intercept else float(row_norm)
-
-
-def tame_rows(X, raw_norms, feature_radius):
-    """Rows of astronomical norm projected onto the public ball up front.
-
-    The projection ``x -> min(1, F / ||x||) x`` onto the ball of radius ``F``
-    (``feature_radius``) is otherwise applied inside the products, as
-    ``(X @ w) * scale``, and norms are taken as the square root of a sum of
-    squares. For a finite row with entries near 1e154 or above that sum
-    overflows, and with larger entries so does ``X @ w``: the model would turn
-    NaN and reveal that one row with certainty. Rows whose norm exceeds
-    ``_EXTREME_NORM`` (or overflowed to infinity) are therefore projected first,
-    in a float64 copy, with their norm computed after dividing them by their
-    largest entry. It is the same per-record map, applied twice (a projection
-    is idempotent), so the mechanism and its privacy are unchanged. When no
-    row is that large (any real data), ``X`` and the norms are returned as
-    they are, without a copy.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, n_features)
-        Finite rows (a batch or the whole data); never modified.
-    raw_norms : ndarray of shape (n,)
-        Their norms as computed, possibly ``inf`` where a square overflowed.
-    feature_radius : float
-
-    Returns
-    -------
-    X, raw_norms : the same objects, or float64 copies with the large rows
-        projected and their norms recomputed.
-    """
-    if raw_norms.max(initial=0.0) <= _EXTREME_NORM:
-        return X, raw_norms
-    large = ~(raw_norms <= _EXTREME_NORM)
-    X = np.array(X, dtype=float)
-    rows = X[large]
-    rows /= np.abs(rows).max(axis=1)[:, None]  # entries in [-1, 1]: no overflow
-    rows *= feature_radius / np.sqrt(np.einsum("ij,ij->i", rows, rows))[:, None]
-    X[large] = rows
-    raw_norms = np.array(raw_norms, dtype=float)
-    raw_norms[large] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    return X, raw_norms
-
-
-def _scores(W, Xb, row_scale, fit_intercept):
-    """Logits of the projected rows ``row_scale * x`` (intercept column implied)."""
-    coef = W[:-1] if fit_intercept else W
-    scores = (Xb @ coef) * row_scale[:, None]
-    if fit_intercept:
-        scores += W[-1]
-    return scores
-
-
 def _clipped_gradient_sum(W, Xb, Yb, row_scale, row_norm, problem):
     """Sum over the batch of clipped per-example logistic gradients.
 
@@ -665,7 +542,7 @@ def _clipped_gradient_sum(W, Xb, Yb, row_scale, row_norm, problem):
         ``binary``, ``fit_intercept``, ``clip_norm`` and optional ``weights``.
     """
     # This runs once per step on small arrays, where each numpy call costs
-    # about as much as its arithmetic: the steps are those of :func:`_scores`
+    # about as much as its arithmetic: the steps are those of :func:`row_scores`
     # and of the plain formulas (``expit(scores) - Yb``, ``min(1, C /
     # max(norm, 1e-300))``), done in place on one residual and one norm array
     # in the same order, so the results are bit-identical to the plain forms.
@@ -903,7 +780,7 @@ def _temperature_derivatives(X, codes, W, anchor, row_norm, fit_intercept, chunk
         raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
         Xb, raw = tame_rows(Xb, raw, radius)
         scale, _ = row_projection(raw, row_norm, fit_intercept)
-        offsets = _scores(W, Xb, scale, fit_intercept) - anchor
+        offsets = row_scores(W, Xb, scale, fit_intercept) - anchor
         if not binary:
             offsets -= offsets.mean(axis=1, keepdims=True)
         offsets = np.clip(offsets, -TEMPERATURE_LOGIT_BOUND, TEMPERATURE_LOGIT_BOUND)
@@ -1131,7 +1008,7 @@ def run_logistic_sgd(
         # (32 bytes a row, the weight column unused without weights): numpy
         # gathers 32-byte items faster than 24-byte ones (3.3 against 4.6
         # microseconds for 256 rows of a 1,000,000-row table).
-        raw = _row_norms(X, exact=True)
+        raw = row_norms(X, exact=True)
         X, raw = tame_rows(X, raw, radius)
         table = np.column_stack(
             [

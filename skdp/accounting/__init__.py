@@ -14,6 +14,7 @@ from ._last_iterate import (
     last_iterate_coefficient,
     logistic_constants,
 )
+from ._neighbouring import Neighbouring
 from ._rdp import (
     DEFAULT_ORDERS,
     gaussian_rdp,
@@ -34,6 +35,7 @@ from .events import (
 __all__ = [
     "DEFAULT_ORDERS",
     "NEIGHBOURING_RELATIONS",
+    "Neighbouring",
     "ExponentialMechanismEvent",
     "GaussianEvent",
     "NoisyIterationEvent",

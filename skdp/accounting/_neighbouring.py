@@ -1,0 +1,46 @@
+"""The neighbouring relation of a guarantee, and the sensitivity rule it sets."""
+
+import enum
+
+__all__ = ["Neighbouring"]
+
+
+class Neighbouring(enum.StrEnum):
+    """Which data sets are neighbours.
+
+    ``REPLACE_ONE``: one record replaced by another (``n`` is public).
+    ``ADD_REMOVE``: one record added or removed (``n`` is private).
+
+    A member is a ``str`` equal to its value, so ``"replace-one"`` and
+    ``Neighbouring.REPLACE_ONE`` are interchangeable wherever a relation is
+    accepted.
+    """
+
+    REPLACE_ONE = "replace-one"
+    ADD_REMOVE = "add-remove"
+
+    @classmethod
+    def parse(cls, value):
+        """The member named by ``value``; a clear error for anything else."""
+        try:
+            return cls(value)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in cls)
+            raise ValueError(
+                f"neighbouring must be one of {choices}; got {value!r}."
+            ) from None
+
+    @property
+    def sum_factor(self):
+        """Sensitivity of a sum of per-record terms, in units of their bound.
+
+        A record's term ``t`` has norm at most ``B``. Replacing it by ``t'``
+        moves the sum by ``||t - t'|| <= 2 B``; adding or removing it moves the
+        sum by ``||t|| <= B``. So the factor is 2 under replace-one, 1 under
+        add/remove.
+        """
+        return 2.0 if self is Neighbouring.REPLACE_ONE else 1.0
+
+    def sum_sensitivity(self, bound):
+        """L2 sensitivity of a sum of per-record terms of norm at most ``bound``."""
+        return self.sum_factor * float(bound)
