@@ -45,6 +45,31 @@ PUBLIC_MODULES = (
 )
 # Re-exported at the top level and documented there (``skdp.X``).
 TOP_LEVEL_DOCUMENTED = ("DPLogisticRegression",)
+# The headings of docs/benchmarks.md that source comments, docstrings and
+# pages point to (docs/benchmarks.md, "<heading>"): each names one benchmark,
+# so renaming one breaks those pointers.
+BENCHMARK_HEADINGS = (
+    "Accounting speed",
+    "Accounting at scale",
+    "Random allocation accounting",
+    "DPLogisticRegression on the panel",
+    "Defaults chosen on the panel",
+    "The probability floor",
+    "Add/remove without reading n",
+    "DPLogisticRegression accuracy",
+    "DP-SGD epoch speed",
+    "Larger than memory",
+    "Audits",
+    "Worst-group fairness",
+    "Synthetic data",
+    "Synthetic data on the panel",
+)
+# A pointer into the benchmarks page: ``docs/benchmarks.md, "Heading"``,
+# ``{doc}`benchmarks`, "Heading"`` or ``{doc}`benchmarks` ("Heading")``,
+# possibly wrapped over comment or docstring lines.
+BENCHMARK_POINTER = re.compile(
+    r'benchmarks(?:\.md)?`?\s*[,(]\s*(?:section\s+)?"([^"]+)"'
+)
 
 
 def _copy_sources(dest):
@@ -159,6 +184,8 @@ def test_guide_pages_are_in_the_site(site):
         "audit",
         "synthetic",
         "benchmarks",
+        "history",
+        "architecture",
         "api",
     ):
         assert (out / f"{page}.html").exists(), page
@@ -206,3 +233,52 @@ def test_accuracy_picture_redraws_from_its_csv(tmp_path):
     out = tmp_path / "accuracy.png"
     module.main(["--from-csv", "--png", str(out)])
     assert out.stat().st_size > 10_000
+
+
+def _headings(page):
+    """Texts of the level-2 and level-3 headings of a Markdown page."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
+    return [m.group(1).strip() for m in re.finditer(r"^#{2,3} (.+)$", text, re.M)]
+
+
+def test_benchmarks_page_keeps_the_headings_the_source_points_to():
+    headings = _headings(DOCS / "benchmarks.md")
+    missing = [h for h in BENCHMARK_HEADINGS if h not in headings]
+    assert not missing, f"docs/benchmarks.md lost the headings {missing}"
+    repeated = {h for h in BENCHMARK_HEADINGS if headings.count(h) > 1}
+    assert not repeated, f"docs/benchmarks.md repeats the headings {repeated}"
+
+
+def test_every_pointer_into_the_benchmarks_page_names_one_of_its_headings():
+    headings = set(_headings(DOCS / "benchmarks.md"))
+    sources = [
+        *(ROOT / "skdp").rglob("*.py"),
+        *(ROOT / "benchmarks").rglob("*.py"),
+        *EXAMPLES.rglob("*.py"),
+        *DOCS.glob("*.md"),
+        *DOCS.glob("guide/*.md"),
+    ]
+    broken = []
+    for path in sources:
+        if path.name == "history.md":  # earlier text, kept verbatim
+            continue
+        for match in BENCHMARK_POINTER.finditer(path.read_text(encoding="utf-8")):
+            # Join a heading wrapped over comment, ``#:`` or list lines.
+            heading = re.sub(r"\s*\n\s*(?:#:?|\*)?\s*", " ", match.group(1)).strip()
+            if heading not in headings:
+                broken.append(f"{path.relative_to(ROOT)}: {heading!r}")
+    assert not broken, f"pointers to no heading of docs/benchmarks.md: {broken}"
+
+
+def test_history_and_architecture_pages_are_in_the_toctree():
+    index = (DOCS / "index.md").read_text()
+    entries = set()
+    for block in re.findall(r"```\{toctree\}(.*?)```", index, re.S):
+        entries.update(
+            line.strip()
+            for line in block.splitlines()
+            if line.strip() and not line.strip().startswith(":")
+        )
+    assert {"benchmarks", "history", "architecture"} <= entries
+    history = (DOCS / "history.md").read_text()
+    assert "orphan:" not in history.split("\n# ", 1)[0]
