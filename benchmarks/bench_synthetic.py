@@ -26,6 +26,8 @@ Usage::
 """
 
 import argparse
+import ast
+import dataclasses
 import json
 import resource
 import subprocess
@@ -82,31 +84,64 @@ def encode_adult(train, domain):
     return encode_table(columns, specs), specs, info
 
 
-def independent_marginals(train, domain, epsilon, seed):
-    """Noisy 1-way marginals (Gaussian, replace-one), columns drawn independently."""
-    from skdp._solvers._marginals import COUNT_L2_SENSITIVITY, project_to_simplex
+def noisy_independent_marginals(codes, specs, info, epsilon, seed, delta=DELTA):
+    """Noisy 1-way marginals of ``codes``, the columns drawn independently.
+
+    Gaussian noise under replace-one, calibrated to ``(epsilon, delta)``;
+    returns the table decoded with ``specs`` and the epsilon spent.
+    """
+    from skdp._solvers._measure import count_sensitivity
+    from skdp._solvers._tree import project_to_simplex
     from skdp.accounting import GaussianEvent, account, calibrate_noise_multiplier
     from skdp.synthetic._domain import rebuild_table
 
-    codes, specs, info = encode_adult(train, domain)
     n, d = codes.shape
     z, _ = calibrate_noise_multiplier(
-        lambda z: GaussianEvent(z, count=d), epsilon, DELTA
+        lambda z: GaussianEvent(z, count=d), epsilon, delta
     )
+    std = z * count_sensitivity("replace-one").l2
     rng = np.random.default_rng(seed)
     out = np.empty_like(codes)
     for j, spec in enumerate(specs):
         counts = np.bincount(codes[:, j], minlength=spec.n_levels)
-        noisy = counts + z * COUNT_L2_SENSITIVITY * rng.standard_normal(counts.size)
+        noisy = counts + std * rng.standard_normal(counts.size)
         probs = project_to_simplex(noisy, n)
-        probs = probs / probs.sum()
-        out[:, j] = rng.choice(spec.n_levels, size=n, p=probs)
-    spent = account(GaussianEvent(z, count=d), DELTA)
+        out[:, j] = rng.choice(spec.n_levels, size=n, p=probs / probs.sum())
+    spent = account(GaussianEvent(z, count=d), delta)
     return rebuild_table(specs, out, rng, info, None), spent.epsilon
 
 
-def run_one(method, epsilon, seed):
-    """Fit and sample in this process; return the measurements as a dict."""
+def independent_marginals(train, domain, epsilon, seed):
+    """Noisy independent 1-way marginals on the 32-bin Adult codes."""
+    return noisy_independent_marginals(*encode_adult(train, domain), epsilon, seed)
+
+
+def parse_policy(pairs):
+    """``FIELD=VALUE`` strings as a dict of policy overrides (Python literals)."""
+    overrides = {}
+    for pair in pairs or ():
+        field, _, value = pair.partition("=")
+        overrides[field] = ast.literal_eval(value)
+    return overrides
+
+
+def tuned(model, overrides):
+    """``model`` with its method's tuning policy changed by ``overrides``.
+
+    A variant is set on the instance (``AIMPolicy`` or ``TreePolicy`` fields),
+    never on a module: the estimator reads it at fit time.
+    """
+    if overrides:
+        name = "_tree_policy" if model.method == "tree" else "_aim_policy"
+        setattr(model, name, dataclasses.replace(getattr(model, name), **overrides))
+    return model
+
+
+def run_one(method, epsilon, seed, policy=None):
+    """Fit and sample in this process; return the measurements as a dict.
+
+    ``policy``: overrides of the method's tuning policy (field -> value).
+    """
     from skdp.synthetic import DPSyntheticData, marginal_error, tstr_accuracy
 
     train, test, domain = adult_tables()
@@ -121,7 +156,8 @@ def run_one(method, epsilon, seed):
             method="aim" if method == "aim-addremove" else method,
             neighbouring="add-remove" if method == "aim-addremove" else "replace-one",
             random_state=seed,
-        ).fit(train)
+        )
+        tuned(model, policy).fit(train)
         synth = model.sample()
         spent = model.privacy_spent_.epsilon
     cpu = time.process_time() - start
@@ -152,12 +188,14 @@ def floors():
 
 
 def _child(spec):
-    result = run_one(spec["method"], spec["epsilon"], spec["seed"])
+    result = run_one(spec["method"], spec["epsilon"], spec["seed"], spec["policy"])
     print(json.dumps(result))
 
 
-def _in_subprocess(method, epsilon, seed):
-    spec = json.dumps({"method": method, "epsilon": epsilon, "seed": seed})
+def _in_subprocess(method, epsilon, seed, policy=None):
+    spec = json.dumps(
+        {"method": method, "epsilon": epsilon, "seed": seed, "policy": policy}
+    )
     done = subprocess.run(
         [sys.executable, __file__, "--child", spec],
         check=True,
@@ -195,11 +233,8 @@ def _table(results):
 
 def speedup(repeat=20):
     """Wall time of counting all 1- and 2-way marginals with n_jobs = 1 and 2."""
-    from skdp._solvers._synth_aim import (
-        _downward_closure,
-        count_marginals,
-        workload_cliques,
-    )
+    from skdp._solvers._aim import _downward_closure, workload_cliques
+    from skdp._solvers._measure import count_marginals
 
     train, _, domain = adult_tables()
     codes, specs, _ = encode_adult(train, domain)
@@ -253,6 +288,13 @@ def main(argv=None):
         default=list(METHODS),
         help="methods to run (default: all)",
     )
+    parser.add_argument(
+        "--policy",
+        nargs="+",
+        metavar="FIELD=VALUE",
+        help="a variant of the methods' tuning policy (AIMPolicy or TreePolicy "
+        "fields, Python literals), e.g. rounds_per_column=8",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -269,7 +311,9 @@ def main(argv=None):
     for epsilon in epsilons:
         for method in args.methods:
             for seed in seeds:
-                result = _in_subprocess(method, epsilon, seed)
+                result = _in_subprocess(
+                    method, epsilon, seed, parse_policy(args.policy)
+                )
                 print(json.dumps(result), file=sys.stderr, flush=True)
                 results.append(result)
     print(

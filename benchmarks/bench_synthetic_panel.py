@@ -93,25 +93,11 @@ def score_codes(train, score_domain):
 
 
 def independent_marginals(train, score_domain, epsilon, seed):
-    """Noisy 1-way marginals on the scoring codes, columns drawn independently."""
-    from skdp._solvers._marginals import COUNT_L2_SENSITIVITY, project_to_simplex
-    from skdp.accounting import GaussianEvent, account, calibrate_noise_multiplier
-    from skdp.synthetic._domain import rebuild_table
+    """Noisy independent 1-way marginals on the 8-bin scoring codes."""
+    from bench_synthetic import noisy_independent_marginals
 
     codes, specs, info = score_codes(train, score_domain)
-    n, d = codes.shape
-    z, _ = calibrate_noise_multiplier(
-        lambda z: GaussianEvent(z, count=d), epsilon, DELTA
-    )
-    rng = np.random.default_rng(seed)
-    out = np.empty_like(codes)
-    for j, spec in enumerate(specs):
-        counts = np.bincount(codes[:, j], minlength=spec.n_levels)
-        noisy = counts + z * COUNT_L2_SENSITIVITY * rng.standard_normal(counts.size)
-        probs = project_to_simplex(noisy, n)
-        out[:, j] = rng.choice(spec.n_levels, size=n, p=probs / probs.sum())
-    spent = account(GaussianEvent(z, count=d), DELTA)
-    return rebuild_table(specs, out, rng, info, None), spent.epsilon
+    return noisy_independent_marginals(codes, specs, info, epsilon, seed, DELTA)
 
 
 def scores(train, test, synth, score_domain):
@@ -128,8 +114,13 @@ def scores(train, test, synth, score_domain):
     }
 
 
-def run_one(table, method, seed, epsilon=EPSILON):
-    """Fit and sample one method on one table in this process."""
+def run_one(table, method, seed, epsilon=EPSILON, policy=None):
+    """Fit and sample one method on one table in this process.
+
+    ``policy``: overrides of the tuning policy (field -> value).
+    """
+    from bench_synthetic import tuned
+
     from skdp.synthetic import DPSyntheticData
 
     train, test, fit_domain, score_domain = panel_tables(table)
@@ -148,7 +139,8 @@ def run_one(table, method, seed, epsilon=EPSILON):
             domain=fit_domain,
             random_state=seed,
             **options,
-        ).fit(train)
+        )
+        tuned(model, policy).fit(train)
         synth = model.sample()
         spent = model.privacy_spent_.epsilon
     cpu = time.process_time() - start
@@ -172,8 +164,10 @@ def mixed_tables():
     return [t.name for t in load_panel(TABLES) if t.mixed]
 
 
-def _in_subprocess(table, method, seed):
-    spec = json.dumps({"table": table, "method": method, "seed": seed})
+def _in_subprocess(table, method, seed, policy=None):
+    spec = json.dumps(
+        {"table": table, "method": method, "seed": seed, "policy": policy}
+    )
     done = subprocess.run(
         [sys.executable, __file__, "--child", spec],
         check=True,
@@ -241,24 +235,37 @@ def column_shortfalls(results):
 
 def main(argv=None):
     """Run the panel benchmark and print the per-table comparison."""
+    from bench_synthetic import parse_policy
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", nargs="+", default=None)
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=METHODS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--incumbents", help="JSON lines of the incumbents' runs")
     parser.add_argument("--results", help="also append every run here (JSON lines)")
+    parser.add_argument(
+        "--policy",
+        nargs="+",
+        metavar="FIELD=VALUE",
+        help="a variant of the AIM tuning policy (AIMPolicy fields, Python "
+        "literals), e.g. rounds_per_column=8",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         spec = json.loads(args.child)
-        print(json.dumps(run_one(spec["table"], spec["method"], spec["seed"])))
+        result = run_one(
+            spec["table"], spec["method"], spec["seed"], policy=spec["policy"]
+        )
+        print(json.dumps(result))
         return 0
+    policy = parse_policy(args.policy)
     tables = args.tables or mixed_tables()
     results = []
     for table in tables:
         for method in args.methods:
             for seed in args.seeds:
-                result = _in_subprocess(table, method, seed)
+                result = _in_subprocess(table, method, seed, policy)
                 print(json.dumps(result), file=sys.stderr, flush=True)
                 if args.results:
                     with open(args.results, "a") as handle:

@@ -27,6 +27,7 @@ __all__ = [
     "coarsen",
     "marginal",
     "mirror_descent",
+    "round_counts",
     "sample_codes",
 ]
 
@@ -444,7 +445,7 @@ def mirror_descent(tree, measurements, n_rows, theta=None, *, max_iter=200):
     return theta, log_mu
 
 
-def _round_counts(probs, total, rng):
+def round_counts(probs, total, rng):
     """Integer counts summing to ``total``, unbiased for ``total * probs``.
 
     Each cell gets the integer part of its expected count; the remaining units
@@ -470,7 +471,7 @@ def _sample_conditional(table, given, rng):
     """One code per row from the row ``table[given[i]]``, by rounded counts.
 
     The rows that share a conditioning value get that row's distribution as
-    counts rounded to integers (:func:`_round_counts`), in random order: the
+    counts rounded to integers (:func:`round_counts`), in random order: the
     low-variance sampling private-pgm uses to generate records, which keeps
     every conditional within one record of its expectation per group.
     """
@@ -484,7 +485,7 @@ def _sample_conditional(table, given, rng):
         row = table[value]
         total = row.sum()
         row = row / total if total > 0 else np.full(row.size, 1.0 / row.size)
-        codes = np.repeat(levels, _round_counts(row, int(m), rng))
+        codes = np.repeat(levels, round_counts(row, int(m), rng))
         drawn[order[start : start + m]] = rng.permutation(codes)
     return drawn
 

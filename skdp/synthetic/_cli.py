@@ -6,9 +6,11 @@ import sys
 
 import numpy as np
 
+from ..accounting import account
 from ..schema import Categorical, Numeric, as_column
 from ..utils._argtypes import positive, probability
 from ._domain import NamedColumns
+from ._estimator import DPSyntheticData
 
 __all__ = ["add_synth_parser", "read_domain"]
 
@@ -119,10 +121,24 @@ def _parse(value, numeric, name, line):
     return int(number) if number.is_integer() else number
 
 
-def _run_synth(args):
-    from ..accounting import account
-    from . import DPSyntheticData
+#: DPSyntheticData parameters the subcommand passes on under their own names.
+_ESTIMATOR_ARGS = (
+    "epsilon",
+    "delta",
+    "method",
+    "bins",
+    "binning",
+    "missing",
+    "handle_unknown",
+    "infer_domain",
+    "neighbouring",
+    "n_jobs",
+    "random_state",
+)
 
+
+def _run_synth(args):
+    """Fit on the CSV, write the synthetic table, report the spend to stderr."""
     with open(args.input, newline="", encoding="utf-8") as handle:
         header = next(csv.reader(handle), None)
     if header is None:
@@ -131,25 +147,22 @@ def _run_synth(args):
     domain, numeric = read_domain(args.domain, header, infer=infer)
     _, table = _read_csv(args.input, numeric)
     model = DPSyntheticData(
-        epsilon=args.epsilon,
-        delta=args.delta,
-        domain=domain,
-        method=args.method,
-        bins=args.bins,
-        binning=args.binning,
-        missing=args.missing,
-        handle_unknown=args.handle_unknown,
-        infer_domain=args.infer_domain,
-        neighbouring=args.neighbouring,
-        n_jobs=args.n_jobs,
-        random_state=args.random_state,
+        domain=domain, **{name: getattr(args, name) for name in _ESTIMATOR_ARGS}
     )
     try:
         model.fit(NamedColumns(tuple(header), table))
     except TypeError as exc:  # a malformed declaration: report it as the others
         raise ValueError(str(exc)) from exc
     synthetic = model.sample(args.n_samples)
-    out = open(args.output, "w", newline="", encoding="utf-8") if args.output else None
+    _write_csv(args.output, header, synthetic)
+    learned = {name: model.domain_[name] for name in header if name not in domain}
+    _report(model, learned, args.infer_domain, len(synthetic))
+    return 0
+
+
+def _write_csv(path, header, synthetic):
+    """The table as CSV to ``path`` (standard output if None); missing: empty."""
+    out = open(path, "w", newline="", encoding="utf-8") if path else None
     try:
         writer = csv.writer(out or sys.stdout)
         writer.writerow(header)
@@ -160,24 +173,31 @@ def _run_synth(args):
     finally:
         if out is not None:
             out.close()
+
+
+def _report(model, learned, share, n_rows):
+    """What the fit spent (and what learning ``learned`` ranges spent alone)."""
     spent = model.privacy_spent_
-    learned = {name: model.domain_[name] for name in header if name not in domain}
     if learned:
         inference = model.events_[: len(learned)]  # one histogram per column
         alone = account(inference, spent.delta, neighbouring=spent.neighbouring)
         print(
-            f"skdp synth: learned numeric ranges {learned} with {args.infer_domain:g} "
+            f"skdp synth: learned numeric ranges {learned} with {share:g} "
             f"of the budget (zCDP share; epsilon {alone.epsilon:.3g} on its own at "
             "this delta, included in the epsilon below); values beyond a learned "
             "range are clipped into it",
             file=sys.stderr,
         )
     print(
-        f"skdp synth: {len(synthetic)} rows, epsilon {spent.epsilon:.4g}, delta "
+        f"skdp synth: {n_rows} rows, epsilon {spent.epsilon:.4g}, delta "
         f"{spent.delta:.3g} ({spent.neighbouring})",
         file=sys.stderr,
     )
-    return 0
+
+
+def _add_choice(parser, flag, choices, help):
+    """A flag taking one of ``choices``, the first by default."""
+    parser.add_argument(flag, choices=choices, default=choices[0], help=help)
 
 
 def add_synth_parser(subparsers):
@@ -204,11 +224,11 @@ def add_synth_parser(subparsers):
         help="target delta (default min(1e-5, n ** -1.1); required with "
         "--neighbouring add-remove, where the default would reveal n)",
     )
-    p.add_argument(
+    _add_choice(
+        p,
         "--method",
-        choices=["aim", "tree"],
-        default="aim",
-        help="aim: adaptive rounds (default); tree: one tree of marginals, faster",
+        ["aim", "tree"],
+        "aim: adaptive rounds (default); tree: one tree of marginals, faster",
     )
     p.add_argument(
         "--bins",
@@ -217,11 +237,11 @@ def add_synth_parser(subparsers):
         help="public equal-width bins of a numeric column whose declaration "
         "sets none (default 32)",
     )
-    p.add_argument(
+    _add_choice(
+        p,
         "--binning",
-        choices=["adaptive", "fixed"],
-        default="adaptive",
-        help="aim only: adaptive (default) groups each numeric column's bins "
+        ["adaptive", "fixed"],
+        "aim only: adaptive (default) groups each numeric column's bins "
         "into runs cut at the quantiles of its noisy 1-way counts (no extra "
         "budget); fixed keeps every bin as a level",
     )
@@ -233,25 +253,25 @@ def add_synth_parser(subparsers):
         help="learn the range of numeric columns missing from DOMAIN privately, "
         "spending this share of the budget (zCDP terms)",
     )
-    p.add_argument(
+    _add_choice(
+        p,
         "--missing",
-        choices=["error", "category"],
-        default="error",
-        help='empty fields in columns not declared with "nullable": refuse them '
+        ["error", "category"],
+        'empty fields in columns not declared with "nullable": refuse them '
         "(error), or keep them as a level of every such column (category); a "
         'column declared "nullable": false never gets one',
     )
-    p.add_argument(
+    _add_choice(
+        p,
         "--handle-unknown",
-        choices=["error", "other"],
-        default="error",
-        help="undeclared categories: refuse them, or map them to 'other'",
+        ["error", "other"],
+        "undeclared categories: refuse them, or map them to 'other'",
     )
-    p.add_argument(
+    _add_choice(
+        p,
         "--neighbouring",
-        choices=["replace-one", "add-remove"],
-        default="replace-one",
-        help="the guarantee's relation: one row replaced (default) or one row "
+        ["replace-one", "add-remove"],
+        "the guarantee's relation: one row replaced (default) or one row "
         "added or removed (aim only; the row count is then private and the "
         "output's default size is its estimate)",
     )

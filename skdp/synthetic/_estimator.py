@@ -1,42 +1,25 @@
 """DPSyntheticData: differentially private synthetic tabular data."""
 
 import logging
-import math
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._solvers._marginals import (
-    MarginalPlan,
-    TreeModel,
-    fit_tree_model,
-    sample_tree_model,
-)
-from .._solvers._pgm import sample_codes
-from .._solvers._synth_aim import expand_codes, fit_aim
-from ..accounting import GaussianEvent, account, calibrate_noise_multiplier
+from .._base import SEED_BOUND, PrivateFitMixin, fit_generator, resolve_delta
+from .._solvers._aim import AIMPolicy
+from .._solvers._tree import TreePolicy
+from ..accounting import account
 from ..schema import TableSchema
 from ..utils._sklearn import Interval, StrOptions, fit_context
-from ..utils._validation import (
-    check_add_remove_delta,
-    default_delta,
-    enable_progress,
-)
-from ._domain import (
-    as_domain,
-    as_table,
-    build_specs,
-    check_domain_keys,
-    encode_table,
-    is_numeric_dtype,
-    rebuild_table,
-)
-from ._infer import infer_numeric_bounds
+from ..utils._validation import check_add_remove_delta
+from ._domain import as_domain, as_table, build_specs, encode_table, rebuild_table
+from ._infer import columns_to_infer, infer_ranges
+from ._methods import METHODS, SynthesisPlan, account_for, calibrate
 
 __all__ = ["DPSyntheticData", "DomainWarning"]
 
@@ -51,14 +34,21 @@ class DomainWarning(UserWarning):
 
 logger = logging.getLogger("skdp.synthetic")
 
-_SEED_BOUND = 2**31
+
+@dataclass(frozen=True)
+class _Input:
+    """A validated fit input: the table's columns and the public declarations."""
+
+    columns: list
+    frame_info: dict | None
+    keys: list
+    workload: object
+    delta: float
+    domain: dict
+    to_infer: list
 
 
-def _generator(random_state):
-    return np.random.default_rng(check_random_state(random_state).randint(_SEED_BOUND))
-
-
-class DPSyntheticData(BaseEstimator):
+class DPSyntheticData(PrivateFitMixin, BaseEstimator):
     """Differentially private synthetic data from noisy marginals.
 
     By default (``method="aim"``) runs adaptive rounds: select a badly
@@ -96,7 +86,7 @@ class DPSyntheticData(BaseEstimator):
         ``"aim"``: adaptive rounds of select-measure-estimate on a graphical
         model (McKenna et al. 2022). ``"tree"``: one spanning tree of 2-way
         marginals (MST-style, McKenna, Miklau and Sheldon 2021): much
-        faster, less accurate (see ``docs/benchmarks.md``).
+        faster, less accurate (docs/benchmarks.md, "Synthetic data").
     workload : {"2-way", "3-way"} or list of column sets, default="2-way"
         Marginals the ``"aim"`` rounds target (and the candidates they may
         measure: the sets and their subsets). A list holds tuples of column
@@ -110,8 +100,8 @@ class DPSyntheticData(BaseEstimator):
     binning : {"adaptive", "fixed"}, default="adaptive"
         ``"aim"`` only. ``"adaptive"``: after the 1-way measurements, the
         model's levels of each numeric column are runs of adjacent public
-        bins cut at the quantiles of its noisy 1-way counts, about ``n /
-        (2 std)`` runs for ``n`` rows and noise std ``std`` (post-processing:
+        bins cut at the quantiles of its noisy 1-way counts, about ``1.5 *
+        sqrt(n / std)`` runs for ``n`` rows and noise std ``std`` (post-processing:
         no extra budget; nearly empty tails join a run instead of taking
         levels of their own); a bin is drawn within its run in proportion to
         its smoothed noisy count. ``"fixed"``: every public bin is a level.
@@ -154,8 +144,8 @@ class DPSyntheticData(BaseEstimator):
         deviation is at most 1/200 of the estimated number of rows (at
         higher noise the threshold merges levels holding a real share of
         the rows). Under replace-one, whose noise is ``sqrt(2)`` larger, the
-        threshold merges real levels and it hurt on Adult (docs/benchmarks.md,
-        "Synthetic data" and "Synthetic data on the panel").
+        threshold would merge real levels (docs/benchmarks.md, "Synthetic
+        data" and "Synthetic data on the panel").
     n_jobs : int or None, default=None
         Workers (joblib) counting the marginals of the ``"aim"`` rounds.
     random_state : int, RandomState instance or None, default=None
@@ -357,6 +347,10 @@ class DPSyntheticData(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    #: Tuning of each method; a benchmark sets a variant on an instance.
+    _aim_policy = AIMPolicy()
+    _tree_policy = TreePolicy()
+
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit the private model.
@@ -383,13 +377,21 @@ class DPSyntheticData(BaseEstimator):
         columns, frame_info = as_table(X)
         keys = [key for key, _, _ in columns]
         workload = _workload_indices(self.workload, keys)
-        delta = default_delta(len(columns[0][1])) if self.delta is None else self.delta
-        delta = float(delta)
+        delta = resolve_delta(self.delta, len(columns[0][1]))
         domain = as_domain(self.domain)
-        to_infer = _columns_to_infer(columns, domain, self.infer_domain)
-        rng = _generator(self.random_state)
-        inferred, domain_events = _infer_domains(
-            columns, to_infer, self.infer_domain, self.epsilon, delta, rng
+        to_infer = columns_to_infer(columns, domain, self.infer_domain)
+        data = _Input(columns, frame_info, keys, workload, delta, domain, to_infer)
+        return self._fit_private(data)
+
+    def _plan_fit(self, data, rng):
+        """Learn the missing ranges (private), then the public discretisation."""
+        inferred, domain_events = infer_ranges(
+            data.columns,
+            data.to_infer,
+            self.infer_domain,
+            self.epsilon,
+            data.delta,
+            rng,
         )
         if inferred:
             logger.info(
@@ -397,87 +399,84 @@ class DPSyntheticData(BaseEstimator):
                 "delta %.3g on its own)",
                 inferred,
                 self.infer_domain,
-                account(domain_events, delta).epsilon,
-                delta,
+                account(domain_events, data.delta).epsilon,
+                data.delta,
             )
         specs = build_specs(
-            columns,
-            domain,
+            data.columns,
+            data.domain,
             self.bins,
             missing=self.missing,
             handle_unknown=self.handle_unknown,
             inferred=inferred,
         )
+        return SynthesisPlan(
+            specs,
+            data.keys,
+            inferred,
+            domain_events,
+            self.epsilon,
+            data.delta,
+            self.neighbouring,
+            METHODS[self.method].from_estimator(self, data.workload),
+        )
+
+    def _calibrate(self, plan):
+        return calibrate(plan)
+
+    def _run(self, schedule, noise_multiplier, data, rng):
+        codes = self._encode(data, schedule)
+        return schedule.method.run(schedule, codes, noise_multiplier, rng)
+
+    def _encode(self, data, plan):
+        """The table's codes on the plan's levels; one warning for what moved."""
         report = {}
         codes = encode_table(
-            columns, specs, handle_unknown=self.handle_unknown, report=report
+            data.columns, plan.specs, handle_unknown=self.handle_unknown, report=report
         )
         if report:
             details = "; ".join(
                 f"{k!r}: {n} {kind}"
                 + (
-                    f" (the privately learned range {inferred[k]!r}; declare the "
-                    "range to keep them)"
-                    if k in inferred
+                    f" (the privately learned range {plan.inferred[k]!r}; declare "
+                    "the range to keep them)"
+                    if k in plan.inferred
                     else ""
                 )
                 for k, (n, kind) in report.items()
             )
+            # stacklevel: where fit's warnings have always pointed (the frame
+            # that calls fit through fit_context).
             warnings.warn(
-                f"Values outside the domain: {details}.", DomainWarning, stacklevel=2
+                f"Values outside the domain: {details}.", DomainWarning, stacklevel=5
             )
-        sizes = [spec.n_levels for spec in specs]
-        with enable_progress(self.verbose):
-            if self.method == "tree":
-                fitted = _fit_tree(
-                    codes, sizes, domain_events, self.epsilon, delta, rng, keys
-                )
-            else:
-                fitted = _fit_aim(
-                    codes,
-                    sizes,
-                    domain_events,
-                    self.epsilon,
-                    delta,
-                    rng,
-                    workload=workload,
-                    max_cells=self.max_cells,
-                    n_jobs=self.n_jobs,
-                    neighbouring=self.neighbouring,
-                    ordered=[
-                        spec.n_values if spec.edges is not None else 0 for spec in specs
-                    ],
-                    compress=(
-                        ("auto" if self.neighbouring == "add-remove" else False)
-                        if self.compress == "auto"
-                        else bool(self.compress)
-                    ),
-                    names=keys,
-                    runs_numeric=self.binning == "adaptive",
-                )
-        model, selected, events, spent, z, total = fitted
-        if spent.epsilon > self.epsilon * (1 + 1e-9):
-            raise RuntimeError("Internal error: the run spent more than its target.")
-        self.columns_ = specs
+        return codes
+
+    def _account(self, plan, result):
+        return account_for(plan, result)
+
+    def _set_fitted(self, data, plan, noise_multiplier, result, spent, rng):
+        keys = plan.keys
+        self.columns_ = plan.specs
         self.domain_ = {
-            key: domain[key] if key in domain else inferred[key] for key in keys
+            key: data.domain[key] if key in data.domain else plan.inferred[key]
+            for key in keys
         }
-        self.selected_ = [tuple(keys[i] for i in r) for r in selected]
-        if self.method == "tree":
-            self.tree_ = list(self.selected_)
-        self.noise_multiplier_ = z
-        self.events_ = events
-        self.delta_ = delta
+        self.selected_ = [tuple(keys[i] for i in r) for r in result.selected]
+        for name, value in plan.method.attributes(self.selected_).items():
+            setattr(self, name, value)
+        self.noise_multiplier_ = noise_multiplier
+        self.events_ = result.events
+        self.delta_ = plan.delta
         self.privacy_spent_ = spent
-        self.n_samples_fit_ = int(round(total))
-        self.n_features_in_ = codes.shape[1]
-        if frame_info is not None and all(isinstance(k, str) for k in keys):
+        self.n_samples_fit_ = int(round(result.total))
+        self.n_features_in_ = len(keys)
+        if data.frame_info is not None and all(isinstance(k, str) for k in keys):
             self.feature_names_in_ = np.asarray(keys, dtype=object)
-        self._model = model
-        self._frame_info = frame_info
-        self._dtype = columns[0][2] if frame_info is None else None
-        self._sample_seed = int(rng.integers(_SEED_BOUND))
-        return self
+        self._model = result.model
+        self._frame_info = data.frame_info
+        self._dtype = data.columns[0][2] if data.frame_info is None else None
+        self._sample_seed = int(rng.integers(SEED_BOUND))
 
     def sample(self, n_samples=None, random_state=None):
         """Draw synthetic records (post-processing: no extra privacy cost).
@@ -507,13 +506,8 @@ class DPSyntheticData(BaseEstimator):
         if random_state is None:
             rng = np.random.default_rng(self._sample_seed)
         else:
-            rng = _generator(random_state)
-        if isinstance(self._model, TreeModel):
-            codes = sample_tree_model(self._model, int(n), rng)
-        else:
-            tree, log_marginals, compression = self._model
-            codes = sample_codes(tree, log_marginals, int(n), rng)
-            codes = expand_codes(codes, compression, rng)
+            rng = fit_generator(random_state)
+        codes = self._model.sample(int(n), rng)
         return rebuild_table(self.columns_, codes, rng, self._frame_info, self._dtype)
 
     def __sklearn_tags__(self):
@@ -546,102 +540,3 @@ def _workload_indices(workload, keys):
     if not out:
         raise ValueError("workload lists no column sets.")
     return out
-
-
-def _columns_to_infer(columns, domain, share):
-    """Columns whose range is learned privately (refusing the impossible)."""
-    check_domain_keys(domain, [key for key, _, _ in columns])
-    absent = [
-        (key, values, dtype) for key, values, dtype in columns if key not in domain
-    ]
-    if share is None or not absent:
-        return []
-    categorical = [
-        key for key, values, dtype in absent if not _holds_numbers(values, dtype)
-    ]
-    if categorical:
-        raise ValueError(
-            f"No domain given for the non-numeric columns {categorical!r}. "
-            "infer_domain only learns numeric ranges; declare their categories "
-            "(public knowledge) in domain."
-        )
-    return [key for key, _, _ in absent]
-
-
-def _holds_numbers(values, dtype):
-    if is_numeric_dtype(dtype):
-        return True
-    try:
-        kind = np.dtype(dtype).kind
-    except TypeError:  # pandas extension dtypes (string, category, ...)
-        return False
-    return kind == "O" and all(isinstance(v, Real) or v is None for v in values)
-
-
-def _infer_domains(columns, to_infer, share, epsilon, delta, rng):
-    """Learn the ranges of ``to_infer`` with a ``share`` of the zCDP budget."""
-    if not to_infer:
-        return {}, []
-    z_total, _ = calibrate_noise_multiplier(
-        lambda z: [GaussianEvent(z)], epsilon, delta
-    )
-    rho_domain = share / (2.0 * z_total**2)
-    # One Gaussian histogram per column, 1 / (2 z^2) zCDP each.
-    z_domain = math.sqrt(len(to_infer) / (2.0 * rho_domain))
-    inferred, events = {}, []
-    for key, values, dtype in columns:
-        if key not in to_infer:
-            continue
-        integer = is_numeric_dtype(dtype) and np.dtype(dtype).kind in "iu"
-        array = np.asarray(
-            values.to_numpy(dtype=float, na_value=np.nan)
-            if hasattr(values, "to_numpy")
-            else [np.nan if v is None else v for v in values],
-            dtype=float,
-        )
-        bounds, ran = infer_numeric_bounds(array, z_domain, rng, integer=integer)
-        inferred[key] = bounds
-        events.extend(ran)
-    return inferred, events
-
-
-def _fit_tree(codes, sizes, domain_events, epsilon, delta, rng, names):
-    plan = MarginalPlan(codes.shape[1])
-    z, _ = calibrate_noise_multiplier(
-        lambda z: domain_events + plan.events(z), epsilon, delta
-    )
-    model, _, events = fit_tree_model(codes, sizes, plan, z, rng)
-    events = domain_events + events
-    logger.info(
-        "selected tree edges (parent, child) %s",
-        [(names[a], names[b]) for a, b in model.order],
-    )
-    spent = account(events, delta)
-    return model, list(model.order), events, spent, z, codes.shape[0]
-
-
-def _fit_aim(codes, sizes, domain_events, epsilon, delta, rng, neighbouring, **options):
-    z, _ = calibrate_noise_multiplier(
-        lambda z: domain_events + [GaussianEvent(z)],
-        epsilon,
-        delta,
-        neighbouring=neighbouring,
-    )
-    rho = 1.0 / (2.0 * z**2)
-    logger.info(
-        "target epsilon %g at delta %.3g (%s): zCDP budget rho %.4g",
-        epsilon,
-        delta,
-        neighbouring,
-        rho,
-    )
-    result = fit_aim(codes, sizes, rho, rng, neighbouring=neighbouring, **options)
-    if result.rho_used > rho * (1 + 1e-9):
-        raise RuntimeError("Internal error: the rounds exceeded their budget.")
-    # The filter certifies the budget curve a * rho (see the Notes).
-    spent = account(
-        domain_events + [GaussianEvent(z)], delta, neighbouring=neighbouring
-    )
-    model = (result.tree, result.log_marginals, result.compression)
-    events = domain_events + result.events
-    return model, result.selected, events, spent, z, result.n_rows

@@ -6,9 +6,10 @@ None of these is private: they read the real data to evaluate a release.
 import itertools
 
 import numpy as np
+from sklearn.linear_model import LogisticRegression
 from sklearn.utils import check_random_state
 
-from .._solvers._marginals import count_table
+from .._solvers._measure import count_table
 from ._domain import as_table, build_specs, encode_table
 
 __all__ = [
@@ -178,8 +179,6 @@ def tstr_accuracy(synth, real, target, domain, *, bins=32, max_iter=1000):
     -------
     accuracy : float
     """
-    from sklearn.linear_model import LogisticRegression
-
     synth_cols, specs, synth_codes = _codes(synth, domain, bins)
     real_cols, real_specs, real_codes = _codes(real, domain, bins)
     keys = [key for key, _, _ in synth_cols]
@@ -220,7 +219,7 @@ def plot_marginal_errors(real, synth, domain, path, *, ways=(1, 2, 3), bins=32):
     path : str or path-like
         ``path``, for convenience.
     """
-    try:
+    try:  # lazy: matplotlib is an optional dependency
         import matplotlib
 
         matplotlib.use("Agg", force=False)

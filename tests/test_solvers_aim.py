@@ -1,35 +1,22 @@
-"""The graphical model, the adaptive rounds and their privacy."""
+"""The adaptive rounds (AIM) and their privacy."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from skdp._solvers._marginals import SCORE_SENSITIVITY
-from skdp._solvers._pgm import (
-    Measurement,
-    _refine,
-    build_junction_tree,
-    calibrate,
-    clique_log_potentials,
-    coarsen,
-    marginal,
-    mirror_descent,
-    sample_codes,
-)
-from skdp._solvers._synth_aim import (
-    SMOOTH_BINS,
+from skdp._solvers._aim import (
+    AIMPolicy,
     _coarse_groups,
-    _compressed_measurement,
     _downward_closure,
     _weights,
-    compress_column,
-    count_marginals,
     estimate_total,
-    expand_codes,
     fit_aim,
     workload_cliques,
 )
+from skdp._solvers._compression import compress_column
+from skdp._solvers._measure import count_marginals, count_sensitivity
+from skdp._solvers._pgm import Measurement, coarsen
 from skdp.accounting import (
     ExponentialMechanismEvent,
     GaussianEvent,
@@ -38,127 +25,10 @@ from skdp.accounting import (
 )
 from skdp.synthetic import DPSyntheticData, marginal_error
 
-# -- junction tree and inference ------------------------------------------------
-
-
-def _random_model(rng, sizes, cliques):
-    tree = build_junction_tree(cliques, sizes)
-    theta = {c: rng.normal(size=[sizes[v] for v in c]) for c in cliques}
-    return tree, theta
-
-
-def _brute_joint(sizes, theta):
-    log_p = np.zeros(sizes)
-    for clique, table in theta.items():
-        shape = [sizes[v] if v in clique else 1 for v in range(len(sizes))]
-        log_p = log_p + table.reshape(shape)
-    p = np.exp(log_p - log_p.max())
-    return p / p.sum()
-
-
-def _brute_marginal(joint, columns):
-    axes = tuple(v for v in range(joint.ndim) if v not in columns)
-    return joint.sum(axis=axes)
-
-
-CASES = [
-    ((2, 3, 2, 3, 2), [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4)]),  # a cycle
-    ((3, 2, 2, 3), [(0, 1, 2), (2, 3), (1, 3)]),
-    ((2, 2, 3, 2, 2), [(0, 1), (2, 3)]),  # disconnected, column 4 alone
-]
-
-
-@pytest.mark.parametrize(("sizes", "cliques"), CASES)
-def test_junction_tree_properties(sizes, cliques):
-    tree = build_junction_tree(cliques, sizes)
-    covered = set().union(*map(set, tree.cliques))
-    assert covered == set(range(len(sizes)))
-    for c in cliques:
-        assert tree.host(c) >= 0  # every measured clique fits in one clique
-    # Running intersection: the cliques holding a column form a subtree.
-    for v in range(len(sizes)):
-        holding = [k for k, c in enumerate(tree.cliques) if v in c]
-        tops = [k for k in holding if tree.parent[k] not in holding]
-        assert len(tops) == 1
-
-
-@pytest.mark.parametrize(("sizes", "cliques"), CASES)
-def test_calibrate_and_marginal_match_brute_force(sizes, cliques):
-    rng = np.random.default_rng(0)
-    tree, theta = _random_model(rng, sizes, cliques)
-    log_mu = calibrate(tree, clique_log_potentials(tree, theta))
-    joint = _brute_joint(sizes, theta)
-    for k, clique in enumerate(tree.cliques):
-        np.testing.assert_allclose(np.exp(log_mu[k]), _brute_marginal(joint, clique))
-    for columns in itertools.chain(
-        itertools.combinations(range(len(sizes)), 2),
-        itertools.combinations(range(len(sizes)), 3),
-    ):
-        np.testing.assert_allclose(
-            marginal(tree, log_mu, columns),
-            _brute_marginal(joint, columns),
-            atol=1e-12,
-        )
-
-
-def test_sampling_follows_the_joint():
-    sizes, cliques = CASES[0]
-    rng = np.random.default_rng(1)
-    tree, theta = _random_model(rng, sizes, cliques)
-    log_mu = calibrate(tree, clique_log_potentials(tree, theta))
-    n = 40_000
-    codes = sample_codes(tree, log_mu, n, np.random.default_rng(2))
-    joint = _brute_joint(sizes, theta)
-    flat = np.ravel_multi_index(tuple(codes.T), sizes)
-    freq = np.bincount(flat, minlength=joint.size) / n
-    # TV of the full joint (72 cells) within sampling error.
-    assert 0.5 * np.abs(freq - joint.ravel()).sum() < 0.03
-    # Pairs in no common clique too (0 and 2 are joined only through others).
-    pair = np.bincount(codes[:, 0] * sizes[2] + codes[:, 2], minlength=4) / n
-    np.testing.assert_allclose(pair, _brute_marginal(joint, (0, 2)).ravel(), atol=0.01)
-    # Rounded counts: the root clique's marginal is reproduced to 1 / n.
-    root = tree.cliques[0]
-    root_freq = (
-        np.bincount(
-            np.ravel_multi_index(
-                tuple(codes[:, v] for v in root), [sizes[v] for v in root]
-            ),
-            minlength=np.exp(log_mu[0]).size,
-        )
-        / n
-    )
-    np.testing.assert_allclose(root_freq, np.exp(log_mu[0]).ravel(), atol=1.5 / n)
-
-
-def test_mirror_descent_fits_exact_measurements():
-    rng = np.random.default_rng(3)
-    sizes = (3, 4, 2, 3)
-    n = 5000
-    codes = np.column_stack([rng.integers(s, size=n) for s in sizes])
-    codes[:, 1] = np.where(rng.random(n) < 0.7, codes[:, 0], codes[:, 1])
-    codes[:, 3] = np.where(rng.random(n) < 0.6, codes[:, 2], codes[:, 3])
-    cliques = [(0, 1), (1, 2), (2, 3)]
-    counts = count_marginals(codes, sizes, cliques)
-    measurements = [Measurement(c, counts[c], 1.0) for c in cliques]
-    tree = build_junction_tree(cliques, sizes)
-    _, log_mu = mirror_descent(tree, measurements, n, max_iter=3000)
-    for c in cliques:
-        np.testing.assert_allclose(
-            n * marginal(tree, log_mu, c), counts[c], atol=0.02 * n / counts[c].size
-        )
-
-
-def test_count_marginals_parallel_equals_serial():
-    rng = np.random.default_rng(4)
-    sizes = (3, 5, 2, 4)
-    codes = np.column_stack([rng.integers(s, size=500) for s in sizes])
-    sets = _downward_closure(workload_cliques(4, "3-way"))
-    serial = count_marginals(codes, sizes, sets)
-    parallel = count_marginals(codes, sizes, sets, n_jobs=2)
-    assert serial.keys() == parallel.keys()
-    for key in serial:
-        np.testing.assert_array_equal(serial[key], parallel[key])
-        assert serial[key].sum() == 500
+#: Few mirror-descent iterations: these tests check privacy, not fit quality.
+FAST_POLICY = AIMPolicy(round_iter=10, final_iter=20)
+#: One record's move of a weighted score, per unit of weight (replace-one).
+SCORE_SENSITIVITY = count_sensitivity("replace-one").l1
 
 
 # -- privacy of the rounds ------------------------------------------------------
@@ -178,9 +48,7 @@ def _chain(n, n_columns=4, n_levels=4, seed=0):
 def test_rounds_stay_within_the_zcdp_budget(rho):
     """The filter condition: at every order the run's RDP is at most a * rho."""
     X, domain = _chain(400)
-    result = fit_aim(
-        X, [4] * 4, rho, np.random.default_rng(0), round_iter=10, final_iter=20
-    )
+    result = fit_aim(X, [4] * 4, rho, np.random.default_rng(0), policy=FAST_POLICY)
     zcdp = 0.0
     for event in result.events:
         if isinstance(event, GaussianEvent):
@@ -349,8 +217,7 @@ def test_add_remove_halves_the_noise_variance_and_estimates_the_total():
             [4] * 4,
             rho,
             np.random.default_rng(0),
-            round_iter=10,
-            final_iter=20,
+            policy=FAST_POLICY,
             neighbouring=relation,
         )
         for relation in ("replace-one", "add-remove")
@@ -424,99 +291,6 @@ def test_add_remove_refuses_what_it_does_not_cover(params):
     assert not hasattr(model, "privacy_spent_")
 
 
-# -- domain compression -----------------------------------------------------------
-
-
-def test_compress_column_merges_only_two_or_more_rare_levels():
-    std = 2.0
-    comp = compress_column(np.array([50.0, 3.0, -1.0, 40.0, 5.9, 0.5]), std, 3.0)
-    # Below 3 std = 6: levels 1, 2, 4, 5 merge into the last compressed level.
-    np.testing.assert_array_equal(comp.mapping, [0, 2, 2, 1, 2, 2])
-    np.testing.assert_array_equal(comp.merged, [1, 2, 4, 5])
-    # Categorical: shrunk toward the mean by the James-Stein factor, clipped.
-    noisy = np.array([3.0, -1.0, 5.9, 0.5])
-    factor = 1.0 - std**2 / noisy.var()
-    shrunk = np.clip(noisy.mean() + factor * (noisy - noisy.mean()), 0.0, None)
-    np.testing.assert_allclose(comp.weights, shrunk / shrunk.sum())
-    assert comp.n_levels == 3
-    one_rare = compress_column(np.array([50.0, 1.0, 40.0]), std, 3.0)
-    np.testing.assert_array_equal(one_rare.mapping, [0, 1, 2])
-    assert one_rare.merged.size == 0
-    all_rare = compress_column(np.array([1.0, 1.0]), std, 3.0)
-    assert all_rare.merged.size == 0
-    all_negative = compress_column(np.array([30.0, -2.0, -1.0]), std, 3.0)
-    np.testing.assert_allclose(all_negative.weights, [0.5, 0.5])
-
-
-def test_expansion_weights_shrink_noise_to_uniform_and_smooth_ordered_bins():
-    # Spread within the noise: a categorical column's merged levels come out
-    # uniform, not in proportion to the noise.
-    comp = compress_column(np.array([500.0, 4.0, -3.0, 2.0, 9.0]), 10.0, 3.0)
-    np.testing.assert_allclose(comp.weights, np.full(4, 0.25))
-    # Ordered bins: the same counts averaged over neighbouring bins.
-    noisy = np.array([500.0, 30.0, 0.0, 30.0, 0.0])
-    comp = compress_column(noisy, 20.0, 3.0, ordered=5)
-    x = np.arange(1.0, 5.0)
-    kernel = np.exp(-0.5 * np.square((x[:, None] - x[None, :]) / SMOOTH_BINS))
-    smooth = kernel @ noisy[1:] / kernel.sum(axis=1)
-    np.testing.assert_allclose(comp.weights, smooth / smooth.sum())
-    # Only the first ``ordered`` levels are bins (a trailing missing level is not).
-    comp = compress_column(np.array([500.0, 30.0, 0.0, 30.0, 0.0]), 20.0, 3.0, 4)
-    assert comp.weights[-1] == pytest.approx(0.0)
-
-
-def test_expansion_weights_estimate_a_smooth_tail_better_than_clipping():
-    # A decaying tail of 12 numeric bins measured with noise of the order of
-    # its counts: smoothing (ordered) must beat the clipped noisy counts on
-    # average over noise draws, in total variation to the true proportions.
-    true = 400.0 * np.exp(-np.arange(12) / 4.0)
-    std = 60.0
-    rng = np.random.default_rng(0)
-    gains = []
-    for _ in range(200):
-        noisy = np.concatenate([[1e5], true + std * rng.standard_normal(12)])
-        comp = compress_column(noisy, std, 1e3, ordered=13)
-        assert comp.merged.size == 12
-        clipped = np.clip(noisy[1:], 0.0, None)
-        clipped = clipped / clipped.sum()
-        target = true / true.sum()
-        gains.append(
-            np.abs(clipped - target).sum() - np.abs(comp.weights - target).sum()
-        )
-    assert np.mean(gains) > 0.02
-
-
-def test_compressed_measurement_sums_counts_and_variances():
-    comp = compress_column(np.array([50.0, 3.0, -1.0, 40.0]), 2.0, 3.0)
-    measured = Measurement((0,), np.array([50.0, 3.0, -1.0, 40.0]), 2.0)
-    moved = _compressed_measurement(0, measured, comp)
-    np.testing.assert_allclose(moved.y, [50.0, 40.0, 2.0])
-    np.testing.assert_allclose(moved.std, [2.0, 2.0, 2.0 * np.sqrt(2.0)])
-    assert estimate_total([moved]) == pytest.approx(92.0)
-
-
-def test_expand_codes_inverts_the_mapping_and_draws_merged_levels():
-    comp = compress_column(np.array([50.0, 3.0, 9.0, 40.0]), 1.0, 20.0)
-    # Levels 1 and 2 (counts 3 and 9 < 20) merge into compressed level 2.
-    codes = np.array([[0], [1], [2]] * 4000)
-    out = expand_codes(codes, [comp], np.random.default_rng(0))
-    assert np.all(out[codes[:, 0] == 0, 0] == 0)
-    assert np.all(out[codes[:, 0] == 1, 0] == 3)
-    drawn = out[codes[:, 0] == 2, 0]
-    assert set(np.unique(drawn)) == {1, 2}
-    # Shrunk toward the mean 6 by 1 - 1 / 9: 8.67 / 12.
-    assert comp.weights[1] == pytest.approx((6.0 + 3.0 * 8.0 / 9.0) / 12.0)
-    assert np.mean(drawn == 2) == pytest.approx(comp.weights[1], abs=0.03)
-
-
-def test_mirror_descent_fits_measurements_with_per_cell_noise():
-    tree = build_junction_tree([(0,)], (3,))
-    y = np.array([60.0, 30.0, 10.0])
-    exact = Measurement((0,), y, np.array([1.0, 1.0, 3.0]))
-    _, log_mu = mirror_descent(tree, [exact], 100.0, max_iter=500)
-    np.testing.assert_allclose(100.0 * np.exp(log_mu[0]), y, rtol=1e-3)
-
-
 def test_rounds_compress_near_empty_levels_and_keep_their_budget():
     rng = np.random.default_rng(0)
     n = 3000
@@ -530,12 +304,11 @@ def test_rounds_compress_near_empty_levels_and_keep_their_budget():
         sizes,
         rho,
         np.random.default_rng(1),
-        round_iter=10,
-        final_iter=20,
+        policy=FAST_POLICY,
         compress=True,
     )
-    assert result.compression[0].n_levels < 12
-    assert set(result.compression[0].merged) >= set(range(4, 12))
+    assert result.model.compression[0].n_levels < 12
+    assert set(result.model.compression[0].merged) >= set(range(4, 12))
     assert result.rho_used == pytest.approx(rho, rel=1e-9)
     model = DPSyntheticData(
         epsilon=1.0,
@@ -559,11 +332,11 @@ def test_compress_auto_follows_the_relation():
         model = DPSyntheticData(
             domain=domain, neighbouring=relation, delta=1e-5, random_state=0
         ).fit(X)
-        merged[relation] = model._model[2][0].merged.size
+        merged[relation] = model._model.compression[0].merged.size
     assert merged["replace-one"] == 0
     assert merged["add-remove"] >= 9
     forced = DPSyntheticData(domain=domain, compress=True, random_state=0).fit(X)
-    assert forced._model[2][0].merged.size >= 9
+    assert forced._model.compression[0].merged.size >= 9
 
 
 def test_compress_auto_only_when_the_noise_is_small_against_the_rows():
@@ -583,12 +356,11 @@ def test_compress_auto_only_when_the_noise_is_small_against_the_rows():
             sizes,
             rho,
             np.random.default_rng(1),
-            round_iter=10,
-            final_iter=20,
+            policy=FAST_POLICY,
             compress="auto",
             neighbouring="add-remove",
         )
-        merged[n] = result.compression[0].merged.size
+        merged[n] = result.model.compression[0].merged.size
         std_share[n] = result.measurements[0].std / result.n_rows
         assert result.rho_used == pytest.approx(rho, rel=1e-9)
     assert np.max(std_share[300]) > 1 / 200 > np.max(std_share[20_000])
@@ -596,42 +368,11 @@ def test_compress_auto_only_when_the_noise_is_small_against_the_rows():
     assert merged[20_000] >= 6  # the six empty levels merged at low noise
 
 
-# -- coarsened measurements ------------------------------------------------------
-
-
-def test_coarsen_sums_groups_and_refine_is_its_adjoint():
-    rng = np.random.default_rng(0)
-    table = rng.random((5, 6))
-    runs = np.array([0, 0, 1, 1, 1, 2])
-    expected = np.stack(
-        [table[:, :2].sum(1), table[:, 2:5].sum(1), table[:, 5]], axis=1
-    )
-    np.testing.assert_allclose(coarsen(table, (None, runs)), expected)
-    scattered = np.array([1, 0, 1, 0, 2, 2])  # not runs: the general path
-    onehot = np.eye(3)[scattered]
-    np.testing.assert_allclose(coarsen(table, (None, scattered)), table @ onehot)
-    for groups in [(None, runs), (runs[:5], scattered)]:
-        g = rng.random(coarsen(table, groups).shape)
-        assert np.sum(coarsen(table, groups) * g) == pytest.approx(
-            np.sum(table * _refine(g, groups))
-        )
-
-
-def test_mirror_descent_fits_a_coarsened_measurement():
-    sizes = (6, 2)
-    groups = (np.array([0, 0, 0, 1, 1, 1]), None)
-    one = Measurement((0,), np.array([10.0, 20, 30, 5, 15, 20]), 0.1)
-    pair = Measurement((0, 1), np.array([[55.0, 5.0], [10.0, 30.0]]), 0.1, groups)
-    tree = build_junction_tree([(0, 1)], sizes)
-    _, log_mu = mirror_descent(tree, [one, pair], 100.0, max_iter=3000)
-    fitted = 100.0 * marginal(tree, log_mu, (0, 1))
-    np.testing.assert_allclose(coarsen(fitted, groups), pair.y, atol=0.05)
-    np.testing.assert_allclose(fitted.sum(1), one.y, atol=0.05)
-
-
 def test_coarse_groups_cut_the_kept_ordered_levels_into_runs():
     noisy = np.array([0.0, 50, 60, 70, 80, 90, 100, 110, 0, 0, 40])
-    compression = compress_column(noisy, 5.0, 3.0, ordered=10)
+    compression = compress_column(
+        noisy, 5.0, 3.0, ordered=10, bandwidth=AIMPolicy().smooth_bins
+    )
     groups = _coarse_groups(compression, 10, 3)
     # 7 kept ordered levels -> runs of 3; level 10 (not ordered) and the
     # merged level (0, 8, 9) stay groups of their own.
@@ -656,8 +397,7 @@ def test_coarsened_rounds_keep_the_budget_and_the_sensitivity(neighbouring):
         sizes,
         rho,
         np.random.default_rng(1),
-        round_iter=10,
-        final_iter=20,
+        policy=FAST_POLICY,
         neighbouring=neighbouring,
         ordered=[40, 0, 0],
     )
@@ -717,9 +457,36 @@ def test_coarsened_candidates_only_at_high_noise():
             [40, 2],
             rho,
             np.random.default_rng(1),
-            round_iter=10,
-            final_iter=20,
+            policy=FAST_POLICY,
             ordered=[40, 0],
         )
         coarse[rho] = any(m.groups is not None for m in result.measurements)
     assert coarse == {0.02: True, 1e4: False}
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [AIMPolicy(round_iter=10, final_iter=20), AIMPolicy(4, 0.5, 10, 20), AIMPolicy(8)],
+)
+def test_the_first_noise_follows_the_policy(policy):
+    """The 1-way noise splits rho over rounds_per_column * d rounds' measurements."""
+    X, _ = _chain(300)
+    rho = 0.2
+    result = fit_aim(X, [4] * 4, rho, np.random.default_rng(0), policy=policy)
+    rounds = policy.rounds_per_column * 4
+    expected = np.sqrt(rounds / (2 * policy.measure_share * rho))
+    assert result.events[0] == GaussianEvent(expected, count=4)
+    assert result.rho_used == pytest.approx(rho, rel=1e-9)
+
+
+def test_estimator_takes_a_policy_variant():
+    """A benchmark passes a variant on an instance; the spend still meets the target."""
+    X, domain = _chain(300)
+    model = DPSyntheticData(epsilon=1.0, domain=domain, random_state=0)
+    model._aim_policy = AIMPolicy(rounds_per_column=2, round_iter=10, final_iter=20)
+    model.fit(X)
+    rho = 1 / (2 * model.noise_multiplier_**2)
+    first = model.events_[0]
+    assert first.noise_multiplier == pytest.approx(np.sqrt(2 * 4 / (2 * 0.9 * rho)))
+    assert 0.97 <= model.privacy_spent_.epsilon <= 1.0
+    assert DPSyntheticData._aim_policy == AIMPolicy()

@@ -1,4 +1,4 @@
-"""Select-measure-estimate on a tree of marginals (MST-style), as pure functions.
+"""The tree method: one spanning tree of 2-way marginals (MST-style), pure functions.
 
 The pattern of McKenna, Miklau and Sheldon (2021), "Winning the NIST contest: a
 scalable and general approach to differentially private synthetic data"
@@ -7,54 +7,67 @@ the exponential mechanism, measure the tree's 2-way marginals, then generate
 records from the tree model. Only 1-way and 2-way count tables are ever built,
 never the joint histogram.
 
-Sensitivities under replace-one (one record swapped for another):
-
-- a count vector (any marginal) moves one unit from one cell to another, so
-  its L2 sensitivity is ``sqrt(2)`` (:data:`COUNT_L2_SENSITIVITY`);
-- the selection score of a pair, ``|| M_ij(D) - n p_i p_j^T ||_1`` with ``M_ij``
-  the true 2-way counts and ``p_i, p_j`` the post-processed noisy 1-way
-  marginals (already released, so fixed), changes by at most
-  ``||M_ij(D) - M_ij(D')||_1 <= 2`` by the triangle inequality
-  (:data:`SCORE_SENSITIVITY`).
+Privacy, under replace-one (one record swapped for another; the method needs
+the public number of rows): a count vector (any marginal) has L2 sensitivity
+``sqrt(2)`` (:func:`._measure.count_sensitivity`). The selection score of a
+pair, ``|| M_ij(D) - n p_i p_j^T ||_1`` with ``M_ij`` the true 2-way counts and
+``p_i, p_j`` the post-processed noisy 1-way marginals (already released, so
+fixed), changes by at most ``||M_ij(D) - M_ij(D')||_1 <= 2`` by the triangle
+inequality: the count table's L1 sensitivity.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..accounting import ExponentialMechanismEvent, GaussianEvent
+from ._measure import count_sensitivity, count_table, exponential_draw
 
 __all__ = [
-    "COUNT_L2_SENSITIVITY",
-    "SCORE_SENSITIVITY",
-    "MarginalPlan",
     "TreeModel",
-    "fit_tree_model",
+    "TreePlan",
+    "TreePolicy",
+    "TreeResult",
     "estimate_tree_model",
+    "fit_tree_model",
     "pair_scores",
     "project_to_simplex",
-    "sample_tree_model",
 ]
 
-
-#: Replace-one L2 sensitivity of any count vector (one unit moves cells).
-COUNT_L2_SENSITIVITY = math.sqrt(2.0)
-#: Replace-one sensitivity of a pair's selection score (L1 of a count table).
-SCORE_SENSITIVITY = 2.0
-#: Shares of the zCDP-equivalent budget: 1-way, selection, 2-way measurements.
-ONE_WAY_SHARE, SELECT_SHARE, TWO_WAY_SHARE = 0.2, 0.1, 0.7
+#: The method's relation is replace-one: its sensitivities.
+_SENSITIVITY = count_sensitivity("replace-one")
 #: Column the ancestral sampling starts from (any choice is post-processing).
 _ROOT = 0
-#: Share of the independent (product) table mixed into each edge's estimate.
-_PRIOR_SHARE = 1e-3
 #: Iterative proportional fitting: maximum sweeps and L1 tolerance.
 _RAKE_ITERATIONS, _RAKE_TOL = 200, 1e-10
 
 
 @dataclass(frozen=True)
-class MarginalPlan:
+class TreePolicy:
+    """Tuning of the tree method.
+
+    The split of the budget and the estimate's prior; benchmarks pass variants
+    (docs/benchmarks.md, "Synthetic data").
+    """
+
+    #: zCDP share of the ``d`` 1-way measurements: the columns' own marginals,
+    #: also re-estimated from the tree's tables (docs/benchmarks.md, "Synthetic data").
+    one_way_share: float = 0.2
+    #: zCDP share of the ``d - 1`` selection draws: a tree needs only the
+    #: strongest pairs told apart (docs/benchmarks.md, "Synthetic data").
+    select_share: float = 0.1
+    #: zCDP share of the ``d - 1`` 2-way measurements: the tables that carry
+    #: the dependence the model keeps (docs/benchmarks.md, "Synthetic data").
+    two_way_share: float = 0.7
+    #: Share of the product of the 1-way estimates mixed into each edge's table:
+    #: just enough that no conditional row is empty (docs/benchmarks.md,
+    #: "Synthetic data").
+    prior_share: float = 1e-3
+
+
+@dataclass(frozen=True)
+class TreePlan:
     """Noise of every step as a function of one global multiplier ``z``.
 
     With ``rho = 1 / (2 z^2)``, the 1-way, selection and 2-way steps each get a
@@ -62,10 +75,12 @@ class MarginalPlan:
     the actual RDP curves): ``d`` Gaussian 1-way measurements, ``d - 1``
     exponential-mechanism draws that are ``eps_sel``-bounded range
     (``eps_sel^2 / 8``-zCDP each) and ``d - 1`` Gaussian 2-way measurements.
-    With a single column the 1-way step gets the whole budget.
+    With a single column the 1-way step gets the whole budget. Public: the
+    number of columns and the policy.
     """
 
     n_columns: int
+    policy: TreePolicy = field(default_factory=TreePolicy)
 
     @property
     def n_edges(self):
@@ -76,7 +91,8 @@ class MarginalPlan:
         """Budget shares (1-way, selection, 2-way)."""
         if self.n_edges == 0:
             return 1.0, 0.0, 0.0
-        return ONE_WAY_SHARE, SELECT_SHARE, TWO_WAY_SHARE
+        policy = self.policy
+        return policy.one_way_share, policy.select_share, policy.two_way_share
 
     def one_way_multiplier(self, z):
         """Noise std / sensitivity of each 1-way measurement."""
@@ -117,16 +133,39 @@ class TreeModel:
     order: tuple
     conditionals: tuple
 
+    def sample(self, n_samples, rng):
+        """Ancestral sampling of ``n_samples`` code rows (post-processing)."""
+        codes = np.empty((n_samples, len(self.sizes)), dtype=np.int64)
+        codes[:, self.root] = rng.choice(
+            self.sizes[self.root], n_samples, p=self.root_probs
+        )
+        for (parent, child), cond in zip(self.order, self.conditionals, strict=True):
+            cumulative = np.cumsum(cond, axis=1)
+            cumulative[:, -1] = 1.0
+            u = rng.random(n_samples)
+            rows = cumulative[codes[:, parent]]
+            codes[:, child] = np.minimum(
+                (rows <= u[:, None]).sum(axis=1), self.sizes[child] - 1
+            )
+        return codes
 
-def count_table(codes, columns, sizes):
-    """Count table of the column set ``columns`` (axes in its order), as floats.
 
-    ``codes`` holds one integer code per cell in ``range(sizes[column])``;
-    ``sizes`` gives the number of levels of every column of ``codes``.
+@dataclass(frozen=True)
+class TreeResult:
+    """What the tree method released and what it ran.
+
+    Attributes
+    ----------
+    model : TreeModel
+    edges : list of (i, j)
+        The selected tree, in the order drawn (released).
+    events : list
+        Privacy events of what ran.
     """
-    shape = tuple(sizes[c] for c in columns)
-    flat = np.ravel_multi_index(tuple(codes[:, c] for c in columns), shape)
-    return np.bincount(flat, minlength=math.prod(shape)).reshape(shape).astype(float)
+
+    model: TreeModel
+    edges: list
+    events: list
 
 
 def project_to_simplex(noisy, total):
@@ -190,16 +229,16 @@ def _select_tree(pairs, scores, n_columns, epsilon, rng):
 
     Each draw picks among the pairs that join two components with probability
     proportional to ``exp(epsilon * score / (2 * Du))``, which is
-    ``epsilon``-DP and ``epsilon``-bounded range (Du = score sensitivity).
+    ``epsilon``-DP and ``epsilon``-bounded range (``Du``: the score's
+    sensitivity, the count table's L1 one).
     """
     component = np.arange(n_columns)
     edges = []
     pairs = np.asarray(pairs)
     for _ in range(n_columns - 1):
         open_ = component[pairs[:, 0]] != component[pairs[:, 1]]
-        logits = epsilon * scores[open_] / (2.0 * SCORE_SENSITIVITY)
-        probs = np.exp(logits - logsumexp(logits))
-        i, j = pairs[open_][rng.choice(probs.size, p=probs / probs.sum())]
+        drawn = exponential_draw(scores[open_], epsilon, _SENSITIVITY.l1, rng)
+        i, j = pairs[open_][drawn]
         edges.append((int(i), int(j)))
         component[component == component[j]] = component[i]
     return edges
@@ -230,53 +269,68 @@ def fit_tree_model(codes, sizes, plan, z, rng):
     codes : ndarray of shape (n_rows, n_columns), int
     sizes : sequence of int
         Number of levels of each column (public).
-    plan : MarginalPlan
+    plan : TreePlan
     z : float
         Global noise multiplier.
     rng : numpy.random.Generator
 
     Returns
     -------
-    model : TreeModel
-    edges : list of (i, j)
-        The selected tree (released).
-    events : list
-        Privacy events of what ran.
+    TreeResult
     """
     n_rows, n_columns = codes.shape
     sizes = tuple(int(s) for s in sizes)
-    # 1. Measure every 1-way marginal.
-    std1 = plan.one_way_multiplier(z) * COUNT_L2_SENSITIVITY
-    noisy_one_way = [
-        np.bincount(codes[:, j], minlength=sizes[j])
-        + std1 * rng.standard_normal(sizes[j])
-        for j in range(n_columns)
-    ]
+    std1 = plan.one_way_multiplier(z) * _SENSITIVITY.l2
+    noisy_one_way = _measure_one_way(codes, sizes, std1, rng)
     events = [GaussianEvent(plan.one_way_multiplier(z), count=n_columns)]
     edges = []
     if n_columns > 1:
-        # 2. Select a spanning tree privately.
-        one_way = [_to_probs(noisy, n_rows) for noisy in noisy_one_way]
-        pairs, scores = pair_scores(codes, sizes, one_way, n_rows)
         eps_sel = plan.select_epsilon(z)
-        edges = _select_tree(pairs, scores, n_columns, eps_sel, rng)
+        edges = _private_tree(codes, sizes, noisy_one_way, eps_sel, rng)
         events.append(
             ExponentialMechanismEvent(eps_sel, count=len(edges), bounded_range=True)
         )
-    # 3. Measure the tree's 2-way marginals (oriented from the root).
     order = _orient(edges, n_columns, _ROOT)
-    std2 = plan.two_way_multiplier(z) * COUNT_L2_SENSITIVITY if edges else 0.0
+    std2 = plan.two_way_multiplier(z) * _SENSITIVITY.l2 if edges else 0.0
+    noisy_tables = _measure_pairs(codes, sizes, order, std2, rng)
+    if edges:
+        events.append(GaussianEvent(plan.two_way_multiplier(z), count=len(order)))
+    model = estimate_tree_model(
+        noisy_one_way,
+        std1**2,
+        order,
+        noisy_tables,
+        std2**2,
+        n_rows,
+        plan.policy.prior_share,
+    )
+    return TreeResult(model, edges, events)
+
+
+def _measure_one_way(codes, sizes, std, rng):
+    """Every 1-way count vector plus Gaussian noise of std ``std``."""
+    return [
+        np.bincount(codes[:, j], minlength=sizes[j])
+        + std * rng.standard_normal(sizes[j])
+        for j in range(codes.shape[1])
+    ]
+
+
+def _private_tree(codes, sizes, noisy_one_way, epsilon, rng):
+    """The spanning tree drawn on the pairs' scores against the noisy 1-way."""
+    n_rows, n_columns = codes.shape
+    one_way = [_to_probs(noisy, n_rows) for noisy in noisy_one_way]
+    pairs, scores = pair_scores(codes, sizes, one_way, n_rows)
+    return _select_tree(pairs, scores, n_columns, epsilon, rng)
+
+
+def _measure_pairs(codes, sizes, order, std, rng):
+    """The 2-way count table of each ``(parent, child)`` plus Gaussian noise."""
     noisy_tables = []
     for parent, child in order:
         table = count_table(codes, (parent, child), sizes)
-        noisy_tables.append(table + std2 * rng.standard_normal(table.shape))
-    if edges:
-        events.append(GaussianEvent(plan.two_way_multiplier(z), count=len(order)))
-    # 4. Estimate (post-processing of the released measurements only).
-    model = estimate_tree_model(
-        noisy_one_way, std1**2, order, noisy_tables, std2**2, n_rows
-    )
-    return model, edges, events
+        noisy_tables.append(table + std * rng.standard_normal(table.shape))
+    return noisy_tables
 
 
 def _combined_one_way(noisy_one_way, var1, order, noisy_tables, var2):
@@ -320,12 +374,14 @@ def _rake(table, rows, cols):
     return table
 
 
-def estimate_tree_model(noisy_one_way, var1, order, noisy_tables, var2, n_rows):
+def estimate_tree_model(
+    noisy_one_way, var1, order, noisy_tables, var2, n_rows, prior_share
+):
     """Consistent tree model from the noisy measurements (post-processing).
 
     1-way marginals: weighted least squares over all their measurements,
     projected on the simplex. Each edge's 2-way table: projected on the
-    simplex, mixed with a small share (:data:`_PRIOR_SHARE`) of the product of
+    simplex, mixed with a small share (``prior_share``) of the product of
     its 1-way estimates (so no row is empty), then raked to those 1-way
     estimates; its row-normalised table is ``P(child | parent)``. Ancestral
     sampling from the root then reproduces every 1-way estimate and every
@@ -339,7 +395,7 @@ def estimate_tree_model(noisy_one_way, var1, order, noisy_tables, var2, n_rows):
     conditionals = []
     for (parent, child), noisy in zip(order, noisy_tables, strict=True):
         prior = np.outer(probs[parent], probs[child])
-        table = (1.0 - _PRIOR_SHARE) * _to_probs(noisy, n_rows) + _PRIOR_SHARE * prior
+        table = (1.0 - prior_share) * _to_probs(noisy, n_rows) + prior_share * prior
         table = _rake(table, probs[parent], probs[child])
         totals = table.sum(axis=1, keepdims=True)
         conditionals.append(
@@ -357,20 +413,3 @@ def estimate_tree_model(noisy_one_way, var1, order, noisy_tables, var2, n_rows):
         order=tuple(order),
         conditionals=tuple(conditionals),
     )
-
-
-def sample_tree_model(model, n_samples, rng):
-    """Ancestral sampling of ``n_samples`` code rows from a :class:`TreeModel`."""
-    codes = np.empty((n_samples, len(model.sizes)), dtype=np.int64)
-    codes[:, model.root] = rng.choice(
-        model.sizes[model.root], n_samples, p=model.root_probs
-    )
-    for (parent, child), cond in zip(model.order, model.conditionals, strict=True):
-        cumulative = np.cumsum(cond, axis=1)
-        cumulative[:, -1] = 1.0
-        u = rng.random(n_samples)
-        rows = cumulative[codes[:, parent]]
-        codes[:, child] = np.minimum(
-            (rows <= u[:, None]).sum(axis=1), model.sizes[child] - 1
-        )
-    return codes

@@ -1,0 +1,672 @@
+"""Adaptive select-measure-estimate rounds on a graphical model (AIM-style).
+
+The mechanism of McKenna, Mullins, Sheldon and Miklau (2022), "AIM: an
+adaptive and iterative mechanism for differentially private synthetic data"
+(PVLDB 15(11)), Algorithm 1, with zCDP as the internal currency:
+
+1. measure every 1-way marginal with Gaussian noise;
+2. each round, select a marginal from the candidates (the downward closure of
+   the workload whose addition keeps the junction tree within a size limit
+   that grows with the budget used) by the exponential mechanism on its
+   workload-weighted L1 error minus the expected L1 norm of the noise about
+   to be added (AIM Section 4.2);
+3. measure it with Gaussian noise and refit the model's potentials by mirror
+   descent on all measurements so far (:mod:`._pgm`);
+4. when a measurement barely moved the model (change below the expected L1
+   norm of its noise), halve the noise and double the selection budget
+   (AIM Section 4.4, annealing); when the budget left would not pay for two
+   more rounds, spend all of it on one last round.
+
+Privacy. One record moves a count vector by the L1 and L2 sensitivities of
+:func:`._measure.count_sensitivity` (2 and ``sqrt(2)`` under replace-one). A
+Gaussian measurement with noise multiplier ``z`` (std ``z`` times the L2
+sensitivity) is ``1 / (2 z^2)``-zCDP; a selection draw with probability
+proportional to ``exp(eps q_r / (2 Du))``, ``Du`` the L1 sensitivity times
+``max_r w_r`` bounding how much one record moves any weighted score, is
+``eps``-bounded range, hence ``eps^2 / 8``-zCDP (Cesar and Rogers 2021,
+Lemma 3.2). The noise of round ``t`` depends on earlier released outputs, so
+the rounds form a privacy filter: the total zCDP of the run never exceeds the
+budget ``rho`` whatever happens, and an adaptive sequence whose RDP at order
+``a`` always sums to at most ``a rho`` is ``(a, a rho)``-RDP (Feldman and
+Zrnic 2021, "Individual privacy accounting via a Rényi filter", NeurIPS:
+their composition theorem for adaptively chosen RDP parameters, applied at
+each order; Whitehouse, Ramdas, Rogers and Wu 2023, "Fully-adaptive
+composition in differential privacy", ICML, for zCDP). The certified curve
+is therefore ``a rho``: the curve of a Gaussian event with multiplier
+``1 / sqrt(2 rho)``.
+
+Under add-remove (one record added or removed) a count vector moves by 1 in L1
+and L2, so the same noise costs half the zCDP (the relation of the AIM paper
+and of private-pgm); the number of rows is then private too, and the model's
+total is estimated from the noisy 1-way measurements (post-processing): the
+inverse-variance weighted mean of their sums.
+
+Domain compression (:mod:`._compression`): after the 1-way measurements, a
+column's rare levels may be merged, or a numeric column's bins cut into runs
+of about equal estimated mass; the rounds then count, score and measure
+marginals on the compressed codes, and the sampled codes are expanded back.
+This reads only released measurements: post-processing.
+
+Coarsened candidates. Besides every column set of the workload's downward
+closure, each multi-column set with an ordered (numeric) column is also a
+candidate *coarsened*: that column's kept ordered levels cut into about
+``AIMPolicy.coarse_levels`` runs of adjacent levels (:func:`_coarse_groups`),
+the table summed over each run. Fewer cells share the noise, whose expected
+L1 norm is proportional to the number of cells; the fine detail inside a run
+comes from the 1-way measurement (the model is still over the full levels;
+the measurement's loss compares the model's coarsened marginal with it, see
+:func:`._pgm.coarsen`). The groups are public (fixed by the declared domain
+and the released 1-way measurements), the score of a coarsened candidate is
+its coarsened L1 error minus the noise's expected L1 norm over its (fewer)
+cells, with the same workload weight, and the exponential mechanism chooses
+among all candidates, fine and coarse. Coarsened candidates are offered only
+when the first rounds' noise standard deviation is at least
+``AIMPolicy.coarse_min_std`` times the number of rows (a public rule: the
+noise is fixed by the budget and, under add-remove, the total is the released
+estimate). Privacy: a record sits in exactly one cell of a coarsened table
+too, so its L1 and L2 sensitivities and the score sensitivity are those of
+the full table; a round is still one selection draw and one Gaussian
+measurement, accounted as before.
+"""
+
+import itertools
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..accounting import ExponentialMechanismEvent, GaussianEvent
+from ._compression import compress_column, compressed_measurement, expand_codes
+from ._measure import (
+    count_marginals,
+    count_sensitivity,
+    count_table,
+    exponential_draw,
+)
+from ._pgm import (
+    JunctionTree,
+    Measurement,
+    build_junction_tree,
+    clique_cells,
+    coarsen,
+    marginal,
+    mirror_descent,
+    sample_codes,
+)
+
+__all__ = [
+    "AIMModel",
+    "AIMPolicy",
+    "AIMResult",
+    "estimate_total",
+    "fit_aim",
+    "workload_cliques",
+]
+
+logger = logging.getLogger("skdp.synthetic")
+
+#: Expected L1 norm of N(0, s^2) noise per cell, divided by s.
+_EXPECTED_ABS = math.sqrt(2.0 / math.pi)
+#: Relative slack of the floating-point budget check.
+_BUDGET_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class AIMPolicy:
+    """Tuning of the adaptive rounds; benchmarks pass variants.
+
+    Every default was chosen on Adult and on the panel of public tables
+    (docs/benchmarks.md, "Synthetic data" and "Synthetic data on the panel").
+    """
+
+    #: The budget is first split over this many rounds per column (AIM's
+    #: ``T = 16 d`` spreads it thinner) (docs/benchmarks.md, "Synthetic data").
+    rounds_per_column: int = 4
+    #: Share of a round's budget spent on its measurement, the rest on its
+    #: selection: AIM's alpha (docs/benchmarks.md, "Synthetic data").
+    measure_share: float = 0.9
+    #: Mirror-descent iterations after each round: the refit the next
+    #: selection reads (docs/benchmarks.md, "Synthetic data").
+    round_iter: int = 150
+    #: Mirror-descent iterations after the last round: the selections, not the
+    #: last fit, carry the gain (docs/benchmarks.md, "Synthetic data").
+    final_iter: int = 750
+    #: Levels whose noisy 1-way count is below this many noise standard
+    #: deviations are merged (MST's domain compression; None: never)
+    #: (docs/benchmarks.md, "Synthetic data").
+    compress_below: float | None = 3.0
+    #: ``compress="auto"`` compresses only when the 1-way noise std is at most
+    #: this share of the rows: above it the threshold merges levels that hold
+    #: a real share of them (docs/benchmarks.md, "Synthetic data on the panel").
+    compress_max_std: float = 1.0 / 200.0
+    #: Bandwidth, in bins, of the kernel smoothing an ordered column's noisy
+    #: counts before they are expanded (docs/benchmarks.md, "Synthetic data").
+    smooth_bins: float = 1.5
+    #: Ordered columns of multi-column candidates may also be measured in about
+    #: this many runs of adjacent levels (None: never coarsened)
+    #: (docs/benchmarks.md, "Synthetic data").
+    coarse_levels: int | None = 16
+    #: Coarsened candidates only when the first rounds' noise std is at least
+    #: this share of the rows: at lower noise the full tables pay for their
+    #: cells (docs/benchmarks.md, "Synthetic data").
+    coarse_min_std: float = 1.5e-4
+    #: Adaptive binning cuts a numeric column into about this times
+    #: ``sqrt(n / noise std)`` runs (at least 2): more runs where the noise is
+    #: small against the rows (docs/benchmarks.md, "Synthetic data on the panel").
+    runs_per_sqrt: float = 1.5
+
+
+@dataclass(frozen=True)
+class AIMModel:
+    """The fitted generative model: a graphical model and its levels' expansion.
+
+    Attributes
+    ----------
+    tree : JunctionTree
+        Over the compressed levels.
+    log_marginals : list of ndarray
+        Calibrated log-marginals of the tree's cliques.
+    compression : list of Compression
+        Per column, how its levels were merged (see
+        :func:`._compression.expand_codes`).
+    """
+
+    tree: JunctionTree
+    log_marginals: list
+    compression: list
+
+    def sample(self, n_samples, rng):
+        """``n_samples`` code rows over the original levels (post-processing)."""
+        codes = sample_codes(self.tree, self.log_marginals, n_samples, rng)
+        return expand_codes(codes, self.compression, rng)
+
+
+@dataclass(frozen=True)
+class AIMResult:
+    """What the rounds released and what they cost.
+
+    Attributes
+    ----------
+    model : AIMModel
+    measurements : list of Measurement
+    selected : list of tuple
+        The column sets selected in the adaptive rounds, in order.
+    events : list
+        Every privacy event that ran (1-way measurements, then per round one
+        selection draw and one measurement).
+    rho_used : float
+        zCDP spent by the events (at most the budget).
+    n_rows : float
+        The model's total: the number of rows (replace-one, public) or its
+        estimate from the noisy 1-way marginals (add-remove).
+    """
+
+    model: AIMModel
+    measurements: list
+    selected: list
+    events: list
+    rho_used: float
+    n_rows: float
+
+
+def workload_cliques(n_columns, workload):
+    """Column sets of a workload: ``"1-way"``, ``"2-way"``, ``"3-way"`` or a list."""
+    if isinstance(workload, str):
+        ways = {"1-way": 1, "2-way": 2, "3-way": 3}[workload]
+        return list(itertools.combinations(range(n_columns), min(ways, n_columns)))
+    return [tuple(sorted(set(c))) for c in workload]
+
+
+def _downward_closure(workload):
+    closure = set()
+    for clique in workload:
+        for k in range(1, len(clique) + 1):
+            closure.update(itertools.combinations(clique, k))
+    return sorted(closure, key=lambda c: (len(c), c))
+
+
+def _weights(candidates, workload):
+    """AIM's weight of a candidate: its total overlap with the workload."""
+    sets = [set(w) for w in workload]
+    return np.array([sum(len(set(r) & s) for s in sets) for r in candidates], float)
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """The column sets the rounds may measure and their scores' weights (public).
+
+    ``sets``: the workload's downward closure; ``weights``: AIM's weight of
+    each; ``sensitivity``: how far one record moves any weighted score (the
+    count tables' L1 sensitivity times the largest weight); ``index``: the
+    position of each set.
+    """
+
+    sets: list
+    weights: np.ndarray
+    sensitivity: float
+    index: dict
+
+    @classmethod
+    def of(cls, n_columns, workload, l1_sensitivity):
+        """The candidates of ``workload`` over ``n_columns`` columns."""
+        cliques = workload_cliques(n_columns, workload)
+        sets = _downward_closure(cliques)
+        weights = _weights(sets, cliques)
+        sensitivity = l1_sensitivity * float(weights.max())
+        return cls(sets, weights, sensitivity, {r: k for k, r in enumerate(sets)})
+
+
+def _coarse_groups(compression, ordered, target):
+    """Groups of adjacent ordered levels (about ``target`` of them), or None.
+
+    The column's kept ordered levels (its first compressed levels, in order)
+    are cut into runs of ``ceil(count / target)`` adjacent levels; every other
+    level is a group of its own. ``None`` when runs would be single levels.
+    """
+    if target is None or ordered <= 0:
+        return None
+    n_ordered = compression.n_ordered
+    width = math.ceil(n_ordered / target)
+    if width < 2:
+        return None
+    groups = np.empty(compression.n_levels, dtype=np.int64)
+    head = np.arange(n_ordered) // width
+    groups[:n_ordered] = head
+    groups[n_ordered:] = head.max() + 1 + np.arange(compression.n_levels - n_ordered)
+    return groups
+
+
+def _variants(candidates, compression, ordered, target):
+    """Candidate measurements ``(column set, groups or None)``.
+
+    Every column set as it is, plus a coarsened version of each multi-column
+    set that has an ordered column with coarse groups.
+    """
+    coarse = [
+        _coarse_groups(c, k, target) for c, k in zip(compression, ordered, strict=True)
+    ]
+    out = [(r, None) for r in candidates]
+    for r in candidates:
+        if len(r) > 1 and any(coarse[v] is not None for v in r):
+            out.append((r, tuple(coarse[v] for v in r)))
+    return out
+
+
+def _cells(clique, sizes, groups):
+    """Cells of the (possibly coarsened) table over ``clique``."""
+    if groups is None:
+        return clique_cells(clique, sizes)
+    return math.prod(
+        int(sizes[v]) if g is None else int(g.max()) + 1
+        for v, g in zip(clique, groups, strict=True)
+    )
+
+
+@dataclass(frozen=True)
+class _Round:
+    """One round's noise multiplier, selection epsilon and whether it is the last."""
+
+    z: float
+    eps: float
+    last: bool
+
+
+class _Budget:
+    """zCDP filter: it decides each round's noise, never past the budget ``rho``.
+
+    The budget is first split over ``max_rounds`` rounds, each spending
+    ``measure_share`` of its cost on a Gaussian measurement (``1 / (2 z^2)``)
+    and the rest on a selection draw (``eps^2 / 8``). When what is left would
+    not pay for two more rounds, the next round spends all of it and is the
+    last (AIM Algorithm 1); :meth:`anneal` halves the noise and doubles the
+    selection epsilon (AIM Section 4.4).
+    """
+
+    def __init__(self, rho, max_rounds, measure_share):
+        self.rho = rho
+        self.used = 0.0
+        self.finished = False
+        self._measure_share = measure_share
+        self.z = math.sqrt(max_rounds / (2.0 * measure_share * rho))
+        self.eps = math.sqrt(8.0 * (1.0 - measure_share) * rho / max_rounds)
+
+    def _round_cost(self):
+        return 1.0 / (2.0 * self.z**2) + self.eps**2 / 8.0
+
+    def spend_one_way(self, n_columns):
+        """Pay for the 1-way measurements (at the first rounds' noise): their event."""
+        self.used = n_columns / (2.0 * self.z**2)
+        if self.used >= self.rho:
+            raise RuntimeError("Internal error: the 1-way step exceeds the budget.")
+        return GaussianEvent(self.z, count=n_columns)
+
+    def next_round(self):
+        """Pay for the next round: its :class:`_Round`."""
+        remaining = self.rho - self.used
+        last = remaining <= 2.0 * self._round_cost()
+        if last:
+            # A hair below what is left, so rounding never takes the total
+            # past the budget.
+            remaining *= 1.0 - 1e-12
+            self.z = math.sqrt(1.0 / (2.0 * self._measure_share * remaining))
+            self.eps = math.sqrt(8.0 * (1.0 - self._measure_share) * remaining)
+        self.used += self._round_cost()
+        if self.used > self.rho * (1.0 + _BUDGET_RTOL):
+            raise RuntimeError("Internal error: a round would exceed the budget.")
+        self.finished = last
+        return _Round(self.z, self.eps, last)
+
+    def anneal(self):
+        """After a round that barely moved the model: half the noise from now on."""
+        self.z /= 2.0
+        self.eps *= 2.0
+
+    def model_limit(self, max_cells):
+        """Largest model allowed now: ``max_cells`` times the share of ``rho`` used."""
+        return max_cells * self.used / self.rho
+
+    def left(self):
+        """The zCDP left for later rounds."""
+        return 0.0 if self.finished else self.rho - self.used
+
+
+@dataclass
+class _Rounds:
+    """The rounds' state: what was measured, the model fitted to it, the events.
+
+    ``counts`` holds the exact count tables of the candidates on the model's
+    levels (they read the data); everything else is released or public.
+    """
+
+    counts: dict
+    sizes: tuple
+    n_rows: float
+    measurements: list
+    measured: list = field(default_factory=list)
+    selected: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+    tree: JunctionTree | None = None
+    theta: dict = field(default_factory=dict)
+    log_mu: list | None = None
+
+    def add(self, measurement):
+        """Record a measurement; grow the junction tree if its set is new."""
+        self.measurements.append(measurement)
+        r = measurement.clique
+        if r not in self.measured:
+            self.measured.append(r)
+            self.tree = build_junction_tree(self.measured, self.sizes)
+
+    def refit(self, max_iter):
+        """Mirror descent on every measurement, warm-started."""
+        self.theta, self.log_mu = mirror_descent(
+            self.tree, self.measurements, self.n_rows, self.theta, max_iter=max_iter
+        )
+
+    def model_counts(self, clique, groups=None):
+        """The model's (coarsened) counts of ``clique``."""
+        return coarsen(self.n_rows * marginal(self.tree, self.log_mu, clique), groups)
+
+
+def _allowed(candidates, measured, sizes, limit, current):
+    """Candidates whose addition keeps the junction tree within ``limit`` cells."""
+    out = []
+    for k, r in enumerate(candidates):
+        if current.host(r) >= 0:
+            out.append(k)
+        elif build_junction_tree(measured + [r], sizes).cells() <= limit:
+            out.append(k)
+    return out
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What every round reads and no round changes (public)."""
+
+    candidates: _Candidates
+    variants: list
+    count_l2: float
+    max_cells: int
+    policy: AIMPolicy
+    names: list | None
+
+
+def fit_aim(
+    codes,
+    sizes,
+    rho,
+    rng,
+    *,
+    workload="2-way",
+    max_cells=200_000,
+    n_jobs=None,
+    neighbouring="replace-one",
+    compress=False,
+    ordered=None,
+    names=None,
+    runs_numeric=False,
+    policy=None,
+):
+    """Run the adaptive rounds under a zCDP budget ``rho``.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_rows, n_columns), int
+    sizes : sequence of int
+        Number of levels of each column (public).
+    rho : float > 0
+        zCDP budget under ``neighbouring``.
+    rng : numpy.random.Generator
+    workload : str or list of tuple, default="2-way"
+    max_cells : int, default=200_000
+        Largest model (total cells of the junction tree's cliques).
+    n_jobs : int or None
+        Workers for counting the candidate marginals.
+    neighbouring : {"replace-one", "add-remove"}, default="replace-one"
+        Sets the sensitivities; under ``"add-remove"`` the number of rows is
+        not used, only its estimate from the noisy 1-way marginals.
+    compress : bool or "auto", default=False
+        Merge each column's levels whose noisy 1-way count is below
+        ``policy.compress_below`` noise standard deviations (domain
+        compression). ``"auto"``: only when the 1-way noise standard deviation
+        is at most ``policy.compress_max_std`` times the number of rows (or its
+        estimate).
+    ordered : sequence of int or None, default=None
+        Per column, how many of its first levels are ordered (numeric bins;
+        0 for a categorical column); only shapes how merged levels are
+        expanded. ``None``: no column is ordered.
+    names : sequence or None, default=None
+        Column names for the log (``None``: column indices).
+    runs_numeric : bool, default=False
+        Cut each ordered column's levels into runs of about equal estimated
+        mass after the 1-way measurements
+        (:func:`._compression.ordered_runs`), about ``policy.runs_per_sqrt *
+        sqrt(n_rows / std)`` of them (at least 2).
+    policy : AIMPolicy or None, default=None
+        The tuning (``None``: the defaults).
+
+    Returns
+    -------
+    AIMResult
+    """
+    policy = AIMPolicy() if policy is None else policy
+    n_columns = codes.shape[1]
+    sizes = tuple(int(s) for s in sizes)
+    ordered = [0] * n_columns if ordered is None else [int(k) for k in ordered]
+    sensitivity = count_sensitivity(neighbouring)
+    candidates = _Candidates.of(n_columns, workload, sensitivity.l1)
+    budget = _Budget(rho, policy.rounds_per_column * n_columns, policy.measure_share)
+    # 1. Every 1-way marginal, with the first rounds' noise.
+    std = sensitivity.l2 * budget.z
+    one_way = _measure_one_way(codes, sizes, std, rng)
+    first_event = budget.spend_one_way(n_columns)
+    n_rows = codes.shape[0]
+    if neighbouring == "add-remove":
+        n_rows = estimate_total(one_way)
+    # 2. The model's levels, then its first fit (post-processing).
+    compression = _compressions(
+        one_way, std, n_rows, ordered, compress, runs_numeric, policy
+    )
+    state = _start(codes, sizes, one_way, compression, candidates, n_rows, n_jobs)
+    state.events.append(first_event)
+    state.refit(policy.round_iter)
+    # 3. The adaptive rounds, until the budget says the last one ran.
+    setup = _Setup(
+        candidates,
+        _variants(
+            candidates.sets, compression, ordered, _coarse_target(std, n_rows, policy)
+        ),
+        sensitivity.l2,
+        max_cells,
+        policy,
+        names,
+    )
+    while not budget.finished:
+        if _play_round(state, budget, setup, rng):
+            budget.anneal()
+    model = AIMModel(state.tree, state.log_mu, compression)
+    return AIMResult(
+        model,
+        state.measurements,
+        state.selected,
+        state.events,
+        budget.used,
+        float(n_rows),
+    )
+
+
+def _measure_one_way(codes, sizes, std, rng):
+    """Every 1-way count vector plus Gaussian noise of std ``std``."""
+    return [
+        Measurement(
+            (j,),
+            count_table(codes, (j,), sizes) + std * rng.standard_normal(sizes[j]),
+            std,
+        )
+        for j in range(codes.shape[1])
+    ]
+
+
+def _compressions(one_way, std, n_rows, ordered, compress, runs_numeric, policy):
+    """Each column's :class:`~._compression.Compression` from its 1-way measurement.
+
+    The rules read only public values: the noise (fixed by the budget) and the
+    number of rows or, under add-remove, its released estimate.
+    """
+    if compress == "auto":
+        compress = std <= policy.compress_max_std * n_rows
+    below = policy.compress_below if compress else None
+    runs = (
+        max(2, int(round(policy.runs_per_sqrt * math.sqrt(n_rows / std))))
+        if runs_numeric
+        else None
+    )
+    return [
+        compress_column(
+            m.y, std, below, k, runs if k else None, bandwidth=policy.smooth_bins
+        )
+        for m, k in zip(one_way, ordered, strict=True)
+    ]
+
+
+def _start(codes, sizes, one_way, compression, candidates, n_rows, n_jobs):
+    """The rounds' state on the compressed levels, with the 1-way measurements."""
+    measurements = [
+        compressed_measurement(j, m, c)
+        for j, (m, c) in enumerate(zip(one_way, compression, strict=True))
+    ]
+    if any(c.n_levels < c.mapping.size for c in compression):
+        codes = np.column_stack(
+            [c.mapping[codes[:, j]] for j, c in enumerate(compression)]
+        )
+        sizes = tuple(c.n_levels for c in compression)
+    counts = count_marginals(codes, sizes, candidates.sets, n_jobs)
+    measured = [(j,) for j in range(len(sizes))]
+    tree = build_junction_tree(measured, sizes)
+    return _Rounds(counts, sizes, n_rows, measurements, measured, tree=tree)
+
+
+def _coarse_target(std, n_rows, policy):
+    """Runs per coarsened column, or None below the noise gate (a public rule)."""
+    return policy.coarse_levels if std >= policy.coarse_min_std * n_rows else None
+
+
+def _play_round(state, budget, setup, rng):
+    """Select, measure and refit once; whether the model barely moved."""
+    round_ = budget.next_round()
+    std = setup.count_l2 * round_.z
+    options = _options(state, setup, budget.model_limit(setup.max_cells))
+    scores = _scores(state, setup.candidates, options, std)
+    drawn = exponential_draw(scores, round_.eps, setup.candidates.sensitivity, rng)
+    r, groups = options[drawn]
+    state.events.append(ExponentialMechanismEvent(round_.eps, bounded_range=True))
+    exact = coarsen(state.counts[r], groups)
+    y = exact + std * rng.standard_normal(exact.shape)
+    state.events.append(GaussianEvent(round_.z))
+    before = state.model_counts(r, groups)
+    state.add(Measurement(r, y, std, groups))
+    state.selected.append(r)
+    policy = setup.policy
+    state.refit(policy.final_iter if round_.last else policy.round_iter)
+    change = np.abs(state.model_counts(r, groups) - before).sum()
+    _log_round(
+        state, budget, setup.names, groups, float(np.abs(y - before).sum()), change
+    )
+    return change <= _EXPECTED_ABS * std * y.size
+
+
+def _options(state, setup, limit):
+    """The variants whose column set keeps the model within ``limit`` cells."""
+    candidates = setup.candidates
+    allowed = set(
+        _allowed(candidates.sets, state.measured, state.sizes, limit, state.tree)
+    )
+    return [(r, g) for r, g in setup.variants if candidates.index[r] in allowed]
+
+
+def _scores(state, candidates, options, std):
+    """Each option's weighted L1 error minus its noise's expected L1 norm."""
+    cache = {}
+    scores = np.empty(len(options))
+    for i, (r, groups) in enumerate(options):
+        if r not in cache:
+            cache[r] = state.model_counts(r)
+        error = np.abs(coarsen(state.counts[r] - cache[r], groups)).sum()
+        expected = _EXPECTED_ABS * std * _cells(r, state.sizes, groups)
+        scores[i] = candidates.weights[candidates.index[r]] * (error - expected)
+    return scores
+
+
+def _log_round(state, budget, names, groups, noisy_error, change):
+    """Log a round: released quantities only, never the exact scores.
+
+    The error shown is the L1 gap between the noisy measurement and the model
+    before it (the exact scores read the data).
+    """
+    r = state.selected[-1]
+    logger.info(
+        "round %d: measured %s%s (noisy L1 error before %.1f), model change "
+        "%.1f, zCDP budget (rho) left %.3g of %.3g",
+        len(state.selected),
+        tuple(r if names is None else (names[v] for v in r)),
+        "" if groups is None else " coarsened",
+        noisy_error,
+        change,
+        budget.left(),
+        budget.rho,
+    )
+
+
+def estimate_total(measurements):
+    """Inverse-variance weighted mean of the sums of noisy count vectors.
+
+    The sum of a measurement of ``m`` cells with noise std ``s`` has variance
+    ``m s^2``. Post-processing; at least 1.
+    """
+    sums = np.array([m.y.sum() for m in measurements])
+    variances = np.array(
+        [np.sum(np.broadcast_to(np.square(m.std), m.y.shape)) for m in measurements]
+    )
+    weights = 1.0 / variances
+    return max(1.0, float(weights @ sums / weights.sum()))
