@@ -6,9 +6,11 @@ import math
 import sys
 import warnings
 
-from ._solvers._sgd import make_plan
+from ._demo import run_demo
+from ._solvers._sgd import DEFAULT_POLICY, make_plan
 from .accounting import account, calibrate_noise_multiplier
 from .audit._cli import add_audit_parser
+from .linear_model._logistic import _basic_composition, _count_release
 from .synthetic._cli import add_synth_parser
 from .utils._argtypes import positive, probability
 
@@ -129,13 +131,6 @@ def _account_events(args):
     return plan.events, notes
 
 
-def _add_remove_count():
-    """The estimator's count release under add/remove: share, ``(std, spend)``."""
-    from .linear_model._logistic import _COUNT_SHARE, _basic_composition, _count_release
-
-    return _COUNT_SHARE, _count_release, _basic_composition
-
-
 def _run_account(args):
     make_events, notes = _account_events(args)
     count = scope = None
@@ -143,8 +138,8 @@ def _run_account(args):
         # As DPLogisticRegression(neighbouring="add-remove") plans and reports:
         # a noisy count first (its share of epsilon and delta), the run planned
         # from the released count (here --n), basic composition of the two.
-        share, count_release, basic_composition = _add_remove_count()
-        std, count = count_release(share * args.target_epsilon, share * args.delta)
+        share = DEFAULT_POLICY.count_share
+        std, count = _count_release(share * args.target_epsilon, share * args.delta)
         training_epsilon = args.target_epsilon - count.epsilon
         z, training = calibrate_noise_multiplier(
             make_events,
@@ -153,7 +148,7 @@ def _run_account(args):
             neighbouring=args.neighbouring,
             accountant=args.accountant,
         )
-        spent = basic_composition(count, training, training_epsilon, args.delta)
+        spent = _basic_composition(count, training, training_epsilon, args.delta)
         scope = (
             f"add-remove, as DPLogisticRegression reports it: a Gaussian count of "
             f"the rows (noise std {std:.4g}; epsilon {count.epsilon:.4g}, delta "
@@ -227,8 +222,6 @@ def _add_demo_parser(subparsers):
 
 
 def _run_demo(args):
-    from ._demo import run_demo
-
     return run_demo(epsilon=args.epsilon, random_state=args.random_state)
 
 

@@ -13,7 +13,6 @@ from sklearn.preprocessing import Normalizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp._solvers._sgd import (
-    _temperature_derivatives,
     anchor_logits,
     auto_clip_fraction,
     auto_step_boost,
@@ -21,6 +20,8 @@ from skdp._solvers._sgd import (
     make_plan,
     temperature_bound,
 )
+from skdp._solvers._sgd._floor import _temperature_derivatives
+from skdp._solvers._sgd._run import _clipped_gradient_sum
 from skdp.accounting import account
 from skdp.linear_model import DPLogisticRegression, _logistic
 
@@ -476,8 +477,6 @@ def test_verbose_logs_one_line_per_epoch(caplog):
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_clipped_gradient_sum_matches_per_example_loop(n_classes, fit_intercept):
     from scipy.special import expit, softmax
-
-    from skdp._solvers._sgd import _clipped_gradient_sum
 
     rng = np.random.default_rng(0)
     Xb = rng.normal(size=(20, 4)) * 2

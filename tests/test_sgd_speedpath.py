@@ -13,7 +13,8 @@ import pytest
 from scipy.special import expit, softmax
 
 from skdp._solvers._rows import row_norms, row_projection
-from skdp._solvers._sgd import _secret_order, make_plan, run_logistic_sgd
+from skdp._solvers._sgd import make_plan, run_logistic_sgd
+from skdp._solvers._sgd._run import _secret_order
 
 
 def _reference_poisson_batch(n, q, rng):

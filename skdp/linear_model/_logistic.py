@@ -10,7 +10,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
-from .._solvers._sgd import make_plan, run_logistic_sgd, temperature_sensitivity
+from .._solvers._sgd import (
+    DEFAULT_POLICY,
+    make_plan,
+    run_logistic_sgd,
+    temperature_sensitivity,
+)
 from ..accounting import (
     DEFAULT_ORDERS,
     GaussianEvent,
@@ -30,47 +35,6 @@ from ..utils._validation import (
 from ._base import LinearClassifierPredictMixin
 
 __all__ = ["DPLogisticRegression"]
-
-# Defaults chosen on the benchmarks of docs/benchmarks.md.
-# Batch size: 256 on every data set, small ones included (issue 6). Capping
-# the Poisson rate at a public ceiling, batch min(256, round(q_max * n)), was
-# measured and not adopted. Why it cannot buy noise: the calibrated noise
-# multipliers are large (z from 1.8 to 295 on breast cancer, 426 rows), where
-# the subsampled Gaussian over T = epochs / q steps is close to a Gaussian of
-# multiplier z / (q sqrt(T)), so the noise a run adds against its signal,
-# z / (b sqrt(T)), depends on n, epochs and epsilon but hardly on b: breast
-# cancer, batches 256 / 85 / 64 / 43 (q 0.6 to 0.1), within 3% at every
-# epsilon of the benchmark up to 4 and 7% at 8 (add/remove), and never more
-# than 0.3% in favour of the smaller batch; a full batch (q = 1) is level
-# too (tests/test_logistic.py). What
-# changes is the optimisation (more, shorter steps; the clip rule's
-# z sqrt(p) / b). benchmarks/bench_logistic.py,
-# configs rate-0.2 / rate-0.15 / rate-0.1, 50 seeds, sum of the six cells
-# (eps 0.1 to 8) against 256: breast cancer add/remove (delta n^-1.1)
-# -0.001 / +0.005 / -0.001 (up to 1.5 points better at 0.1, up to 0.4
-# worse at 0.5 to 4), replace-one +0.004 / +0.027 / -0.023 (up to 3.3 better
-# at 0.1 and 0.5, where the standard error of a mean is 1.6 / 0.6 points,
-# up to 0.9 worse from 1 to 8, where it is 0.1 to 0.4; test log-loss worse
-# from epsilon 1: 0.203 -> 0.270 at 2); twice the "auto" epochs on top
-# (q_max 0.2: +0.009 / +0.017) makes the same trade. Digits at q_max 0.15
-# (batch 202), 50 seeds: add/remove +0.009, replace-one -0.011 (every cell
-# within 0.7 points). The 5-seed gains that prompted the idea were mostly
-# seed noise (digits, replace-one: +0.063 on seeds 0-4).
-_DEFAULT_BATCH_SIZE = 256
-# Share of epsilon for the probability floor (private prior and a private
-# point on the path from it to the model): 0.2 keeps the panel's test
-# log-loss at or below the class prior's on more tables than 0.1
-# (docs/benchmarks.md, "The probability floor").
-_AUTO_CALIBRATION_SHARE = 0.2
-# Under add/remove n is private: a Gaussian count of the rows is released
-# first with this share of epsilon and of delta, and the plan is set from it
-# (docs/benchmarks.md, "Add/remove without reading n").
-_COUNT_SHARE = 0.02
-# Cyclic and shuffled batches set their "auto" step, clip and last-iterate
-# bound from a row bound; without a declared one they keep the unit ball of
-# earlier releases (documented under ``row_norm``; docs/logistic.md).
-_CYCLIC_ROW_NORM = 1.0
-
 
 _CALIBRATION_CACHE = OrderedDict()
 _CALIBRATION_CACHE_SIZE = 256
@@ -225,9 +189,9 @@ class DPLogisticRegression(
         Passes over the data. ``"auto"``: for Poisson batches 30, or
         ``15 * epsilon`` (``30 * epsilon`` under add/remove, whose noise is
         smaller at the same epsilon; at most 120) when that is more (a larger
-        budget buys more steps at the same noise); 10 for cyclic and shuffled batches
-        (whose last-iterate bound grows with every pass). Measured in
-        docs/benchmarks.md.
+        budget buys more steps at the same noise); 10 for cyclic and shuffled
+        batches (whose last-iterate bound grows with every pass)
+        (docs/benchmarks.md, "DPLogisticRegression accuracy").
     learning_rate : float in (0, 1e30] or "auto", default="auto"
         ``"auto"``: ``1 / (beta + alpha)`` with ``beta`` the smoothness of the
         loss on rows of norm ``row_norm`` (every step non-expansive) for cyclic
@@ -237,19 +201,17 @@ class DPLogisticRegression(
         under add/remove (8 under replace-one), i.e. below epsilon 0.23
         (add/remove) or 0.94 (replace-one) with the default batch and
         epochs: with little budget the noise dominates the steps, and
-        shorter steps averaged over the tail win (digits, add/remove at
-        epsilon 0.1: 0.379 -> 0.453 test accuracy; measured in
-        docs/benchmarks.md). With the "auto" clip, the Poisson step is
-        doubled once the calibrated noise per coordinate is small, ``z / b``
-        from 0.017 down to 0.011 (``b`` the batch size): the run is then
-        limited by optimisation rather than noise (digits, add/remove at
-        epsilon 8: 0.950 -> 0.955; no change on breast cancer or Adult). The
-        travel cap and the doubling apply to ``solver="dp-sgd"`` only
-        (DP-SGLD keeps 64 times the unit step). Poisson without
-        ``row_norm``: ``2 / max_grad_norm``, lowered with a target epsilon
-        below ``epsilon * batch_size / epochs * 3 / 16`` times it (replace-one;
-        ``8 / 16`` under add/remove), the same travel cap with its own
-        constants (docs/benchmarks.md, "Defaults chosen on the panel").
+        shorter steps averaged over the tail win. With the "auto" clip, the
+        Poisson step is doubled once the calibrated noise per coordinate is
+        small, ``z / b`` from 0.017 down to 0.011 (``b`` the batch size): the
+        run is then limited by optimisation rather than noise. The travel
+        cap and the doubling apply to ``solver="dp-sgd"`` only (DP-SGLD
+        keeps 64 times the unit step). Poisson without ``row_norm``: ``2 /
+        max_grad_norm``, lowered with a target epsilon below ``epsilon *
+        batch_size / epochs * 3 / 16`` times it (replace-one; ``8 / 16``
+        under add/remove), the same travel cap with its own constants
+        (docs/benchmarks.md, "DPLogisticRegression accuracy" and "Defaults
+        chosen on the panel").
     lr_schedule : {"constant", "decreasing"}, default="constant"
         ``"decreasing"``: ``learning_rate / (1 + epoch)``.
     alpha : float, default=1e-4
@@ -264,12 +226,12 @@ class DPLogisticRegression(
         could overflow the run. ``None``: no bound and no projection; with
         Poisson batches per-example clipping alone bounds each step's
         sensitivity, and the "auto" clip and step do not depend on the scale
-        of the rows (the default: no geometric parameter to guess, at least
-        as accurate as the schema's bound on the panel; docs/benchmarks.md,
-        "Defaults chosen on the panel"). Cyclic and shuffled batches set their
-        "auto" step, clip and last-iterate bound from a row bound: without
-        one they project rows onto the unit ball (``row_norm=1.0``), as in
-        earlier releases. ``SchemaEncoder``'s ``row_norm_`` is a valid bound.
+        of the rows (the default: no geometric parameter to guess;
+        docs/benchmarks.md, "Defaults chosen on the panel"). Cyclic and
+        shuffled batches set their "auto" step, clip and last-iterate bound
+        from a row bound: without one they project rows onto the unit ball
+        (``row_norm=1.0``), as in earlier releases. ``SchemaEncoder``'s
+        ``row_norm_`` is a valid bound.
     max_grad_norm : float in (0, 1e30] or "auto", default="auto"
         Per-example gradient clip norm. ``"auto"``, cyclic and shuffled: the
         largest gradient norm possible on rows of norm ``row_norm``, so clipping
@@ -279,8 +241,8 @@ class DPLogisticRegression(
         calibrated noise is small against the clipped step (``z sqrt(p) / b``
         from 0.2 down to 0.05, ``p`` coefficients, batch ``b``), with the
         "auto" step shrunk by the same factor: less clipping bias once the
-        budget allows it (Adult with bins at epsilon 8: 0.855 -> 0.859;
-        measured in docs/benchmarks.md). The rise to 25% is for
+        budget allows it (docs/benchmarks.md, "DPLogisticRegression
+        accuracy"). The rise to 25% is for
         ``solver="dp-sgd"`` only (DP-SGLD keeps 5%). Poisson without
         ``row_norm``: 1, whatever the scale of the rows (docs/benchmarks.md,
         "Defaults chosen on the panel").
@@ -381,9 +343,8 @@ class DPLogisticRegression(
     bound, both as a Rényi curve (under replace-one via the weak triangle
     inequality) and as a numerical privacy loss distribution
     (``accountant="pld"``; under replace-one through the data set without
-    the record: remove, then add), the smaller reported: the PLD gives
-    7-16% smaller epsilons at the same noise on the benchmarks' settings
-    (Opacus's default accountant is of this kind, add/remove only). Budget
+    the record: remove, then add), the smaller reported (Opacus's default
+    accountant is of this kind, add/remove only). Budget
     split: the probability floor's release (``calibration_share``, by default
     a fifth of ``epsilon`` measured alone) is a Gaussian mechanism on sums of
     per-row vectors of bounded norm; the training noise is then calibrated so
@@ -434,6 +395,9 @@ class DPLogisticRegression(
         "verbose": ["verbose"],
     }
 
+    # The constants of the "auto" rules (benchmarks compare variants).
+    _policy = DEFAULT_POLICY
+
     def __init__(
         self,
         *,
@@ -442,7 +406,7 @@ class DPLogisticRegression(
         noise_multiplier=None,
         solver="dp-sgd",
         batch_sampling="poisson",
-        batch_size=_DEFAULT_BATCH_SIZE,
+        batch_size=DEFAULT_POLICY.batch_size,
         epochs="auto",
         learning_rate="auto",
         lr_schedule="constant",
@@ -509,7 +473,7 @@ class DPLogisticRegression(
     def _row_norm(self):
         """The row bound the run uses: ``row_norm``, None (Poisson: no bound)."""
         if self.row_norm is None and self.batch_sampling != "poisson":
-            return _CYCLIC_ROW_NORM
+            return self._policy.cyclic_row_norm
         return self.row_norm
 
     def _effective_row_norm(self):
@@ -523,7 +487,7 @@ class DPLogisticRegression(
 
     def _calibration_share(self):
         if self.calibration_share == "auto":
-            return 0.0 if self.epsilon is None else _AUTO_CALIBRATION_SHARE
+            return 0.0 if self.epsilon is None else self._policy.calibration_share
         return float(self.calibration_share)
 
     def _resolved_delta(self, n_samples):
@@ -533,12 +497,13 @@ class DPLogisticRegression(
         """The training's target ``(epsilon, delta)`` and the count release.
 
         Replace-one: the whole budget, no count (``n`` is public). Add/remove:
-        ``_COUNT_SHARE`` of epsilon and of delta to a Gaussian count of the
+        the policy's ``count_share`` of epsilon and of delta to a Gaussian count of the
         rows (``(noise std, spend)``), the rest to the training.
         """
         if self.neighbouring != "add-remove":
             return self.epsilon, delta, None
-        std, count = _count_release(_COUNT_SHARE * self.epsilon, _COUNT_SHARE * delta)
+        share = self._policy.count_share
+        std, count = _count_release(share * self.epsilon, share * delta)
         return self.epsilon - count.epsilon, delta - count.delta, (std, count)
 
     def _plan(
@@ -579,6 +544,7 @@ class DPLogisticRegression(
             neighbouring=self.neighbouring,
             noise_multiplier=noise_multiplier,
             n_params=n_params,
+            policy=self._policy,
         )
 
     def privacy_plan(self, n_samples, n_classes=None):
@@ -691,6 +657,7 @@ class DPLogisticRegression(
                 rng=rng,
                 sample_weight=weights,
                 verbose=self.verbose,
+                policy=self._policy,
             )
         spent = account(
             events, training_delta, neighbouring=self.neighbouring, accountant="pld"

@@ -1,0 +1,49 @@
+"""Private first-order solvers for logistic losses: DP-SGD and DP-SGLD.
+
+Pure functions. A run is described by an :class:`SGDPlan` built from public
+quantities only (n, batch sizes, step sizes, bounds); the plan gives the privacy
+events of the run for any noise multiplier, so the noise can be calibrated
+before any data is touched. :func:`run_logistic_sgd` then runs the plan on the
+data and returns the last iterate and the events it caused.
+
+Modules: ``_policy`` (the tuning constants), ``_plan`` (the plan and its
+events), ``_schedule`` (tuning that follows the calibrated noise), ``_floor``
+(the probability floor), ``_run`` (the run).
+"""
+
+from ._floor import (
+    anchor_logits,
+    calibrate_probabilities,
+    fit_temperature,
+    public_shrinkage,
+    release_log_prior,
+    tail_noise_variance,
+    temperature_bound,
+    temperature_sensitivity,
+)
+from ._plan import UNBOUNDED_ROW_NORM, SGDPlan, auto_epochs, make_plan
+from ._policy import DEFAULT_POLICY, ByRelation, SGDPolicy
+from ._run import poisson_batch, run_logistic_sgd
+from ._schedule import auto_clip_fraction, auto_step_boost
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "UNBOUNDED_ROW_NORM",
+    "ByRelation",
+    "SGDPlan",
+    "SGDPolicy",
+    "anchor_logits",
+    "auto_clip_fraction",
+    "auto_epochs",
+    "auto_step_boost",
+    "calibrate_probabilities",
+    "fit_temperature",
+    "make_plan",
+    "poisson_batch",
+    "public_shrinkage",
+    "release_log_prior",
+    "run_logistic_sgd",
+    "tail_noise_variance",
+    "temperature_bound",
+    "temperature_sensitivity",
+]
