@@ -263,10 +263,10 @@ class _Linear:
 def _sgd_fit(X, codes, classes, epochs, rate, epsilon, delta, relation, rng):
     plan = _sgd_plan(X.shape[0], len(classes), epochs, rate)
     z = _sgd_noise(plan, epsilon, delta, relation)
-    W, _ = run_logistic_sgd(
+    result = run_logistic_sgd(
         X, codes, plan, z, row_norm=NO_PROJECTION, fit_intercept=True, rng=rng
     )
-    return _Linear(W, classes)
+    return _Linear(result.weights, classes)
 
 
 def sgd_tuned(X, y, classes, epsilon, delta, relation, seed):

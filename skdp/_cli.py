@@ -10,7 +10,7 @@ from ._demo import run_demo
 from ._solvers._sgd import DEFAULT_POLICY, make_plan
 from .accounting import account, calibrate_noise_multiplier
 from .audit._cli import add_audit_parser
-from .linear_model._logistic import _basic_composition, _count_release
+from .linear_model._budget import basic_composition, count_release
 from .synthetic._cli import add_synth_parser
 from .utils._argtypes import positive, probability
 
@@ -139,7 +139,8 @@ def _run_account(args):
         # a noisy count first (its share of epsilon and delta), the run planned
         # from the released count (here --n), basic composition of the two.
         share = DEFAULT_POLICY.count_share
-        std, count = _count_release(share * args.target_epsilon, share * args.delta)
+        release = count_release(share * args.target_epsilon, share * args.delta)
+        std, count = release.std, release.spent
         training_epsilon = args.target_epsilon - count.epsilon
         z, training = calibrate_noise_multiplier(
             make_events,
@@ -148,7 +149,7 @@ def _run_account(args):
             neighbouring=args.neighbouring,
             accountant=args.accountant,
         )
-        spent = _basic_composition(count, training, training_epsilon, args.delta)
+        spent = basic_composition(count, training, training_epsilon, args.delta)
         scope = (
             f"add-remove, as DPLogisticRegression reports it: a Gaussian count of "
             f"the rows (noise std {std:.4g}; epsilon {count.epsilon:.4g}, delta "

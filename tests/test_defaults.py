@@ -241,7 +241,7 @@ def test_tail_noise_variance_is_the_noise_of_a_flat_run():
                 row_norm=None,
                 fit_intercept=False,
                 rng=np.random.default_rng(seed),
-            )[0].ravel()
+            ).weights.ravel()
             for seed in range(400)
         ]
     )

@@ -18,12 +18,13 @@ from skdp._solvers._sgd import (
     auto_step_boost,
     fit_temperature,
     make_plan,
+    schedule_run,
     temperature_bound,
 )
 from skdp._solvers._sgd._floor import _temperature_derivatives
 from skdp._solvers._sgd._run import _clipped_gradient_sum
 from skdp.accounting import account
-from skdp.linear_model import DPLogisticRegression, _logistic
+from skdp.linear_model import DPLogisticRegression, _budget
 
 WEIGHT_REASON = (
     "weights above 1 multiply a record's influence and are refused for privacy"
@@ -210,20 +211,21 @@ def test_auto_poisson_clip_grows_only_when_the_noise_is_small():
     base = make_plan(**common)
     # z sqrt(p) / b = 0.5 * sqrt(4) / 100 = 0.01: the largest clip (and, at
     # z / b = 0.005, twice the step: auto_step_boost).
-    quiet = make_plan(noise_multiplier=0.5, n_params=4, **common)
-    assert quiet.clip_norm == pytest.approx(5 * base.clip_norm)
-    assert quiet.learning_rates[0] == pytest.approx(2 * base.learning_rates[0] / 5)
-    assert quiet.events(0.5) == base.events(0.5)
-    # Noisy (z sqrt(p) / b = 0.4), given clip, cyclic: unchanged.
-    noisy = make_plan(noise_multiplier=20.0, n_params=4, **common)
-    assert noisy.clip_norm == base.clip_norm
-    given = make_plan(noise_multiplier=0.5, n_params=4, **{**common, "clip_norm": 0.3})
-    assert given.clip_norm == 0.3
-    assert given.learning_rates[0] == base.learning_rates[0]
-    cyclic = {**common, "sampling": "cyclic"}
-    assert make_plan(noise_multiplier=0.5, n_params=4, **cyclic).clip_norm == (
-        make_plan(**cyclic).clip_norm
+    quiet = schedule_run(base, 0.5, 4)
+    assert quiet.steps.clip_norm == pytest.approx(5 * base.clip_norm)
+    assert quiet.steps.learning_rates[0] == pytest.approx(
+        2 * base.learning_rates[0] / 5
     )
+    assert quiet.plan is base  # the events stay those calibrated
+    # Noisy (z sqrt(p) / b = 0.4), given clip, cyclic: unchanged.
+    assert schedule_run(base, 20.0, 4).steps.clip_norm == base.clip_norm
+    given = make_plan(**{**common, "clip_norm": 0.3})
+    assert schedule_run(given, 0.5, 4).steps.clip_norm == 0.3
+    assert (
+        schedule_run(given, 0.5, 4).steps.learning_rates[0] == (base.learning_rates[0])
+    )
+    cyclic = make_plan(**{**common, "sampling": "cyclic"})
+    assert schedule_run(cyclic, 0.5, 4).steps.clip_norm == cyclic.clip_norm
 
 
 def test_auto_poisson_step_grows_only_when_the_noise_per_coordinate_is_small():
@@ -236,14 +238,14 @@ def test_auto_poisson_step_grows_only_when_the_noise_per_coordinate_is_small():
     assert auto_step_boost((0.017 * 0.011) ** 0.5) == pytest.approx(2**0.5)
     common = {**POISSON_PLAN, "n_samples": 100_000, "epochs": 30, "epsilon": 2.0}
     base = make_plan(**common)
-    # Noisy, z / b = 2.5 / 100: the step and clip of the plan without z.
-    noisy = make_plan(noise_multiplier=2.5, n_params=10_000, **common)
-    assert noisy.cache_key() == base.cache_key()
+    # Noisy, z / b = 2.5 / 100: the step and clip of the plan.
+    noisy = schedule_run(base, 2.5, 10_000).steps
+    assert noisy.clip_norm == base.clip_norm
+    np.testing.assert_array_equal(noisy.learning_rates, base.learning_rates)
     # z / b = 1.1 / 100 (rho = 1.1 > 0.2: clip unchanged): twice the step.
-    quiet = make_plan(noise_multiplier=1.1, n_params=10_000, **common)
+    quiet = schedule_run(base, 1.1, 10_000).steps
     assert quiet.clip_norm == base.clip_norm
     assert quiet.learning_rates[0] == pytest.approx(2 * base.learning_rates[0])
-    assert quiet.events(1.1) == base.events(1.1)
     # A given learning rate or clip, cyclic batches and DP-SGLD keep their
     # steps.
     for other in (
@@ -252,9 +254,10 @@ def test_auto_poisson_step_grows_only_when_the_noise_per_coordinate_is_small():
         {"sampling": "cyclic"},
         {"solver": "dp-sgld"},
     ):
-        kwargs = {**common, **other}
-        tuned = make_plan(noise_multiplier=1.1, n_params=10_000, **kwargs)
-        assert tuned.cache_key() == make_plan(**kwargs).cache_key()
+        plan = make_plan(**{**common, **other})
+        steps = schedule_run(plan, 1.1, 10_000).steps
+        assert steps.clip_norm == plan.clip_norm
+        np.testing.assert_array_equal(steps.learning_rates, plan.learning_rates)
 
 
 def test_fit_uses_the_noise_dependent_clip():
@@ -301,7 +304,7 @@ def test_auto_epochs_depend_on_sampler_target_and_relation_only(
 ):
     X, y = binary_data()
     # Under add/remove the plan reads the released count: let it land on n.
-    monkeypatch.setattr(_logistic, "_released_size", lambda n, std, rng: n)
+    monkeypatch.setattr(_budget, "released_size", lambda n, std, rng: n)
     est = DPLogisticRegression(
         epsilon=epsilon,
         noise_multiplier=None if epsilon else 2.0,

@@ -145,7 +145,7 @@ def test_run_matches_reference_loop(
         projection_radius=0.5 if n_classes == 3 else None,
         tail_fraction=0.3,
     )
-    got, _ = run_logistic_sgd(
+    got = run_logistic_sgd(
         X,
         codes,
         plan,
@@ -154,7 +154,7 @@ def test_run_matches_reference_loop(
         fit_intercept=fit_intercept,
         rng=np.random.default_rng(3),
         sample_weight=sample_weight,
-    )
+    ).weights
     expected = _reference_run(
         X, codes, plan, 0.8, 1.5, fit_intercept, np.random.default_rng(3), sample_weight
     )

@@ -99,18 +99,20 @@ def anchor_logits(log_prior):
     return log_prior - log_prior.mean()
 
 
-def tail_noise_variance(plan, noise_multiplier):
+def tail_noise_variance(plan, noise_multiplier, steps=None):
     """Per-coordinate variance of the injected noise left in the released model.
 
-    Each step adds Gaussian noise of std ``plan.noise_std(z)[t]`` to every
-    coordinate; only the penalty is taken to contract it (``1 - eta_t l2`` a
-    step, the loss as if flat), and the model is the average of the last
-    ``tail_fraction`` of the iterates (the last one at 0). Exact for a flat
-    loss, larger than the truth where the loss curves. Public: a function of
-    the plan and the noise multiplier only.
+    Each step adds Gaussian noise of std ``plan.noise_std(z, steps)[t]`` to
+    every coordinate; only the penalty is taken to contract it (``1 - eta_t
+    l2`` a step, the loss as if flat), and the model is the average of the
+    last ``tail_fraction`` of the iterates (the last one at 0). Exact for a
+    flat loss, larger than the truth where the loss curves. Public: a
+    function of the plan, its steps (default: the plan's own) and the noise
+    multiplier only.
     """
-    std = np.asarray(plan.noise_std(noise_multiplier), dtype=float)
-    rates = np.asarray(plan.learning_rates, dtype=float)
+    steps = plan.steps if steps is None else steps
+    std = np.asarray(plan.noise_std(noise_multiplier, steps), dtype=float)
+    rates = np.asarray(steps.learning_rates, dtype=float)
     T = std.size
     tail = max(1, int(round(plan.tail_fraction * T)))
     contraction = 1.0 - rates * plan.l2
@@ -249,6 +251,7 @@ def calibrate_probabilities(
     row_norm,
     fit_intercept,
     rng,
+    steps=None,
     policy=DEFAULT_POLICY,
 ):
     """The probability floor: the trained model moved towards a private prior.
@@ -262,7 +265,8 @@ def calibrate_probabilities(
     starting from the share of the coefficients that the injected noise is
     not expected to make up (:func:`public_shrinkage`, public) and leaving it
     only when the training loss says so clearly. Without an intercept the
-    anchor is the uniform prediction (logits 0).
+    anchor is the uniform prediction (logits 0). ``steps``: those the run
+    took (default: the plan's own).
     """
     n_classes = plan.n_classes
     budget = plan.calibration_noise
@@ -275,7 +279,7 @@ def calibrate_probabilities(
     else:
         anchor = np.zeros(W.shape[1])
         share = 1.0
-    energy = tail_noise_variance(plan, noise_multiplier)
+    energy = tail_noise_variance(plan, noise_multiplier, steps)
     start = public_shrinkage(W, energy, fit_intercept, policy.shrink_strength)
     std = budget / math.sqrt(share) * temperature_bound(n_classes, policy)
     a = fit_temperature(

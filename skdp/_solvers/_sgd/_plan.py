@@ -11,18 +11,51 @@ from ...accounting import (
     logistic_constants,
 )
 from ._policy import DEFAULT_POLICY
-from ._schedule import auto_clip_fraction, auto_step_boost
 
-__all__ = ["UNBOUNDED_ROW_NORM", "SGDPlan", "auto_epochs", "make_plan"]
+__all__ = [
+    "UNBOUNDED_ROW_NORM",
+    "SGDPlan",
+    "SGDSteps",
+    "auto_epochs",
+    "make_plan",
+    "step_sizes",
+]
 
 # Rows are fed to the loss unprojected; only astronomically large ones are put
 # on a ball of this radius first (see :func:`~skdp._solvers._rows.tame_rows`).
 UNBOUNDED_ROW_NORM = 1e30
 
 
+def follows_budget(sampling, solver):
+    """Whether the "auto" step and clip may follow the budget and the noise.
+
+    Poisson DP-SGD only. Its events (the subsampled Gaussian, in units of
+    the clip norm) read neither the step sizes nor a clip norm up to the
+    gradient bound, so a step or clip set from the calibrated noise leaves
+    them as calibrated.
+    """
+    return sampling == "poisson" and solver == "dp-sgd"
+
+
+@dataclass(frozen=True)
+class SGDSteps:
+    """The optimisation settings of a run: its step sizes and clip norm.
+
+    Attributes
+    ----------
+    learning_rates : ndarray of shape (n_steps,)
+        Read-only.
+    clip_norm : float
+        Per-example gradient clip norm ``C``.
+    """
+
+    learning_rates: np.ndarray
+    clip_norm: float
+
+
 @dataclass(frozen=True)
 class SGDPlan:
-    """Everything public about a private SGD run.
+    """Everything public about a private SGD run: what its events read.
 
     Attributes
     ----------
@@ -57,6 +90,13 @@ class SGDPlan:
         sensitivity in those units (2 under replace-one, 1 under add/remove)
         is the accountant's to apply: the release is a rate-1 Poisson event
         (:meth:`events`).
+    lr_schedule : {"constant", "decreasing"}
+    step_factor : float or None
+        The "auto" step in units of ``1 / (smoothness + l2)``; None: a given
+        learning rate, or no row bound.
+    clip_fraction : float or None
+        The "auto" clip as a share of ``gradient_bound``; None: a given clip
+        norm, or no row bound.
     """
 
     n_samples: int
@@ -74,6 +114,9 @@ class SGDPlan:
     projection_radius: float | None
     tail_fraction: float = 0.0
     calibration_noise: float | None = None
+    lr_schedule: str = "constant"
+    step_factor: float | None = None
+    clip_fraction: float | None = None
 
     def cache_key(self):
         """A hashable identity of the plan (for caching its calibration)."""
@@ -93,6 +136,9 @@ class SGDPlan:
             self.projection_radius,
             self.tail_fraction,
             self.calibration_noise,
+            self.lr_schedule,
+            self.step_factor,
+            self.clip_fraction,
         )
 
     @property
@@ -101,19 +147,33 @@ class SGDPlan:
         return len(self.batch_sizes) * self.epochs
 
     @property
+    def steps(self):
+        """The step sizes and clip norm the plan was made with."""
+        return SGDSteps(self.learning_rates, self.clip_norm)
+
+    @property
+    def follows_budget(self):
+        """Whether a schedule may set steps from the noise (:func:`follows_budget`)."""
+        return follows_budget(self.sampling, self.solver)
+
+    @property
     def clipping_inactive(self):
         """Whether clipping can never change a gradient (C >= G)."""
         return self.clip_norm >= self.gradient_bound
 
-    def noise_std(self, noise_multiplier):
-        """Per-step noise std on the displacement, in parameter units."""
+    def noise_std(self, noise_multiplier, steps=None):
+        """Per-step noise std on the displacement, in parameter units.
+
+        With ``steps`` (default: the plan's own), of a run taking those steps.
+        """
+        steps = self.steps if steps is None else steps
         if self.solver == "dp-sgld":
             # Langevin: sqrt(2 eta) sigma with sigma = z * C.
             return (
-                np.sqrt(2.0 * self.learning_rates) * noise_multiplier * self.clip_norm
+                np.sqrt(2.0 * steps.learning_rates) * noise_multiplier * steps.clip_norm
             )
         b = np.tile(np.asarray(self.batch_sizes, dtype=float), self.epochs)
-        return self.learning_rates * noise_multiplier * self.clip_norm / b
+        return steps.learning_rates * noise_multiplier * steps.clip_norm / b
 
     def events(self, noise_multiplier):
         """Privacy events of the run at ``noise_multiplier``.
@@ -218,8 +278,6 @@ def make_plan(
     epsilon=None,
     calibration_noise=None,
     neighbouring="replace-one",
-    noise_multiplier=None,
-    n_params=None,
     policy=DEFAULT_POLICY,
 ):
     """Build the :class:`SGDPlan` of a run from public quantities.
@@ -233,14 +291,13 @@ def make_plan(
     ``tail_fraction="auto"`` is 0 (last iterate): the last-iterate bound
     applies. With Poisson batches the "auto" values are ``policy.poisson_step``
     times that step, ``policy.poisson_clip`` of the bound and the last
-    ``policy.poisson_tail`` of the steps; with a target ``epsilon`` (DP-SGD)
-    the step is lowered so that step times number of steps stays within
-    ``policy.travel[neighbouring] * n_samples * epsilon`` times
-    ``1 / (smoothness + l2)`` (small budgets only). Given the calibrated
-    ``noise_multiplier`` and the number of parameters ``n_params``, a Poisson
-    DP-SGD plan's "auto" clip is :func:`auto_clip_fraction` of the bound and
-    its "auto" step shrinks by the same factor as the clip grows; neither
-    changes the privacy events, so the noise calibrated without them stands.
+    ``policy.poisson_tail`` of the steps; with a target ``epsilon`` (DP-SGD,
+    :func:`follows_budget`) the step is lowered so that step times number of
+    steps stays within ``policy.travel[neighbouring] * n_samples * epsilon``
+    times ``1 / (smoothness + l2)`` (small budgets only). Once the noise is
+    calibrated, :func:`~skdp._solvers._sgd.schedule_run` may set a Poisson
+    DP-SGD run's "auto" clip and step from it, leaving the plan (and so its
+    events) as it is.
 
     ``row_norm=None`` plans a run on rows of unknown norm (the estimator's
     default, and what ``skdp account`` describes without ``--row-norm``): no
@@ -251,69 +308,36 @@ def make_plan(
     batches need numbers.
     """
     unbounded = row_norm is None
-    if unbounded:
-        if sampling != "poisson" and "auto" in (learning_rate, clip_norm):
-            raise ValueError(
-                f"batch_sampling={sampling!r} without a row_norm needs a "
-                "learning_rate and a max_grad_norm: its 'auto' step and clip are "
-                "set from the row bound. Declare row_norm, give both, or use "
-                "batch_sampling='poisson'."
-            )
-        gradient_bound = smoothness = np.inf
-    else:
-        gradient_bound, smoothness = logistic_constants(row_norm, n_classes)
+    gradient_bound, smoothness = _loss_constants(
+        row_norm, n_classes, sampling, learning_rate, clip_norm
+    )
     if epochs == "auto":
         epochs = auto_epochs(sampling, epsilon, neighbouring, policy)
-    batch_size = int(min(batch_size, n_samples))
-    n_batches = -(-n_samples // batch_size)
-    if sampling == "poisson":
-        sizes = (batch_size,) * n_batches
-    else:
-        sizes = (batch_size,) * (n_batches - 1) + (
-            n_samples - batch_size * (n_batches - 1),
-        )
+    sizes = _batch_sizes(n_samples, batch_size, sampling)
+    n_steps = len(sizes) * epochs
     poisson = sampling == "poisson"
-    auto_clip = policy.poisson_clip if poisson else 1.0
-    clip_fraction = auto_clip
-    boost = 1.0
-    noise_known = noise_multiplier is not None and n_params is not None
-    if poisson and solver == "dp-sgd" and noise_known and not unbounded:
-        rho = noise_multiplier * np.sqrt(n_params) / batch_size
-        clip_fraction = auto_clip_fraction(rho, policy)
-        boost = auto_step_boost(noise_multiplier / batch_size, policy)
-    if learning_rate == "auto" and unbounded:
-        eta0 = _unbounded_step(
-            n_samples,
-            n_batches,
-            epochs,
-            epsilon,
-            neighbouring,
-            solver,
-            clip_norm,
-            policy,
-        )
-    elif learning_rate == "auto":
-        factor = policy.poisson_step if poisson else 1.0
-        if poisson and solver == "dp-sgd" and epsilon is not None:
-            travel = policy.travel[neighbouring] * n_samples * epsilon
-            factor = min(factor, travel / (n_batches * epochs))
-        if clip_norm == "auto":
-            factor *= boost * auto_clip / clip_fraction
-        eta0 = factor / (smoothness + l2)
-    else:
+    # The target the "auto" step's travel cap follows (None: no cap).
+    budget = epsilon if follows_budget(sampling, solver) else None
+    step_factor = clip_fraction = None
+    if learning_rate != "auto":
         eta0 = float(learning_rate)
-    steps = np.arange(n_batches * epochs)
-    if lr_schedule == "constant":
-        rates = np.full(steps.size, eta0)
-    else:  # "decreasing": eta0 / (1 + epoch)
-        rates = eta0 / (1.0 + steps // n_batches)
-    rates.setflags(write=False)
-    if clip_norm == "auto" and unbounded:
-        clip = policy.unbounded_clip
-    elif clip_norm == "auto":
-        clip = clip_fraction * gradient_bound
+    elif unbounded:
+        eta0 = _unbounded_step(
+            n_samples, n_steps, budget, neighbouring, clip_norm, policy
+        )
     else:
+        step_factor = policy.poisson_step if poisson else 1.0
+        if budget is not None:
+            travel = policy.travel[neighbouring] * n_samples * budget
+            step_factor = min(step_factor, travel / n_steps)
+        eta0 = step_factor / (smoothness + l2)
+    if clip_norm != "auto":
         clip = float(clip_norm)
+    elif unbounded:
+        clip = policy.unbounded_clip
+    else:
+        clip_fraction = policy.poisson_clip if poisson else 1.0
+        clip = clip_fraction * gradient_bound
     if tail_fraction == "auto":
         tail_fraction = policy.poisson_tail if poisson else 0.0
     return SGDPlan(
@@ -323,7 +347,7 @@ def make_plan(
         epochs=int(epochs),
         sampling=sampling,
         solver=solver,
-        learning_rates=rates,
+        learning_rates=step_sizes(eta0, len(sizes), epochs, lr_schedule),
         l2=float(l2),
         l1=float(l1),
         clip_norm=clip,
@@ -334,22 +358,71 @@ def make_plan(
         calibration_noise=None
         if calibration_noise is None
         else float(calibration_noise),
+        lr_schedule=lr_schedule,
+        step_factor=step_factor,
+        clip_fraction=clip_fraction,
     )
 
 
-def _unbounded_step(
-    n_samples, n_batches, epochs, epsilon, neighbouring, solver, clip, policy
-):
+def _loss_constants(row_norm, n_classes, sampling, learning_rate, clip_norm):
+    """Gradient bound and smoothness of the loss on rows of norm ``row_norm``.
+
+    Both infinite without a row bound, where only Poisson batches can set an
+    "auto" step and clip (from the clip norm, not from the rows).
+    """
+    if row_norm is not None:
+        return logistic_constants(row_norm, n_classes)
+    if sampling != "poisson" and "auto" in (learning_rate, clip_norm):
+        raise ValueError(
+            f"batch_sampling={sampling!r} without a row_norm needs a "
+            "learning_rate and a max_grad_norm: its 'auto' step and clip are "
+            "set from the row bound. Declare row_norm, give both, or use "
+            "batch_sampling='poisson'."
+        )
+    return np.inf, np.inf
+
+
+def _batch_sizes(n_samples, batch_size, sampling):
+    """Sizes of the batches of an epoch (Poisson: the expected size, repeated).
+
+    ``batch_size`` is capped at ``n_samples``; cyclic and shuffled epochs
+    partition the rows, the last batch taking what is left.
+    """
+    batch_size = int(min(batch_size, n_samples))
+    n_batches = -(-n_samples // batch_size)
+    if sampling == "poisson":
+        return (batch_size,) * n_batches
+    last = n_samples - batch_size * (n_batches - 1)
+    return (batch_size,) * (n_batches - 1) + (last,)
+
+
+def _unbounded_step(n_samples, n_steps, budget, neighbouring, clip, policy):
     """The "auto" Poisson step without a row bound: ``unbounded_step / clip``.
 
-    Lowered with a target epsilon (DP-SGD) so that the steps cover at most
+    Lowered with a target epsilon ``budget`` so that the steps cover at most
     ``policy.unbounded_travel[neighbouring] * n * epsilon`` units of 1/32 of
     the full step, as the bounded "auto" step is (``policy.travel``, whose
     full step is ``policy.poisson_step`` units). Public inputs only.
     """
     clip = policy.unbounded_clip if clip == "auto" else float(clip)
     factor = 1.0
-    if solver == "dp-sgd" and epsilon is not None:
-        travel = policy.unbounded_travel[neighbouring] * n_samples * epsilon
-        factor = min(1.0, travel / (n_batches * epochs) / policy.poisson_step)
+    if budget is not None:
+        travel = policy.unbounded_travel[neighbouring] * n_samples * budget
+        factor = min(1.0, travel / n_steps / policy.poisson_step)
     return policy.unbounded_step * factor / clip
+
+
+def step_sizes(first, n_batches, epochs, lr_schedule):
+    """Step sizes of every step: ``first`` throughout, or divided by ``1 + epoch``.
+
+    Returns
+    -------
+    ndarray of shape (n_batches * epochs,), read-only
+    """
+    steps = np.arange(n_batches * epochs)
+    if lr_schedule == "constant":
+        rates = np.full(steps.size, first)
+    else:  # "decreasing": first / (1 + epoch)
+        rates = first / (1.0 + steps // n_batches)
+    rates.setflags(write=False)
+    return rates

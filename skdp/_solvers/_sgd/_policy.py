@@ -123,6 +123,12 @@ class SGDPolicy:
     #: (docs/benchmarks.md, "The probability floor").
     floor_margin: float = 2.0
 
+    def __post_init__(self):
+        """Refuse clip shares outside (0, 1]: Poisson events assume C <= G."""
+        for name in ("poisson_clip", "quiet_clip"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1] (a share of the bound).")
+
 
 #: The defaults of :class:`~skdp.linear_model.DPLogisticRegression`.
 DEFAULT_POLICY = SGDPolicy()

@@ -2,18 +2,38 @@
 
 import logging
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit, softmax
 
 from .._rows import feature_norm, row_norms, row_projection, tame_rows
 from ._floor import calibrate_probabilities
-from ._plan import UNBOUNDED_ROW_NORM
+from ._plan import UNBOUNDED_ROW_NORM, SGDSteps
 from ._policy import DEFAULT_POLICY
 
-__all__ = ["poisson_batch", "run_logistic_sgd"]
+__all__ = ["SGDResult", "poisson_batch", "run_logistic_sgd"]
 
 logger = logging.getLogger("skdp")
+
+
+@dataclass(frozen=True)
+class SGDResult:
+    """What a run releases and what it cost.
+
+    Attributes
+    ----------
+    weights : ndarray of shape (n_features + fit_intercept, n_outputs)
+        The model: coefficients, then the intercept's row if fitted.
+    events : list of privacy events
+        The plan's events at the run's noise multiplier.
+    steps : SGDSteps
+        The step sizes and clip norm the run took.
+    """
+
+    weights: np.ndarray
+    events: list
+    steps: SGDSteps
 
 
 def _clipped_gradient_sum(W, Xb, Yb, row_scale, row_norm, problem):
@@ -200,6 +220,7 @@ def run_logistic_sgd(
     init=None,
     sample_weight=None,
     verbose=0,
+    steps=None,
     policy=DEFAULT_POLICY,
 ):
     """Run DP-SGD or DP-SGLD on the logistic loss; release only the last iterate.
@@ -228,13 +249,16 @@ def run_logistic_sgd(
     sample_weight : ndarray of shape (n_samples,) or None
         Weights in [0, 1], scaling each record's gradient.
     verbose : int
+    steps : SGDSteps or None
+        The step sizes and clip norm to run with (from
+        :func:`~skdp._solvers._sgd.schedule_run`); None: the plan's own. The
+        events are the plan's either way.
     policy : SGDPolicy, default=DEFAULT_POLICY
         The probability floor's constants.
 
     Returns
     -------
-    W : ndarray of shape (n_features + fit_intercept, n_outputs)
-    events : list of privacy events
+    SGDResult
     """
     if plan.sampling != "poisson" and plan.n_samples != X.shape[0]:
         raise ValueError(
@@ -243,6 +267,7 @@ def run_logistic_sgd(
         )
     if row_norm is None:
         row_norm = UNBOUNDED_ROW_NORM
+    steps = plan.steps if steps is None else steps
     binary = plan.n_classes == 2
     n_out = 1 if binary else plan.n_classes
     d = X.shape[1] + int(fit_intercept)
@@ -258,7 +283,7 @@ def run_logistic_sgd(
         if sample_weight is not None:
             sample_weight = sample_weight[order]
         order = None
-    noise_sum = noise_multiplier * plan.clip_norm
+    noise_sum = noise_multiplier * steps.clip_norm
     radius = feature_norm(row_norm, fit_intercept)
     steps_per_epoch = len(plan.batch_sizes)
     average_from = plan.n_steps - max(1, int(round(plan.tail_fraction * plan.n_steps)))
@@ -287,7 +312,7 @@ def run_logistic_sgd(
     # a numpy scalar per step), and one problem dict whose weights change.
     # A Poisson step divides by the expected batch size, never by the drawn
     # size (no data-dependent scale).
-    rates = plan.learning_rates.tolist()
+    rates = steps.learning_rates.tolist()
     if plan.sampling == "poisson":
         denoms = [float(plan.batch_sizes[0])] * steps_per_epoch
     else:
@@ -298,7 +323,7 @@ def run_logistic_sgd(
     problem = {
         "binary": binary,
         "fit_intercept": fit_intercept,
-        "clip_norm": plan.clip_norm,
+        "clip_norm": steps.clip_norm,
         "weights": None,
     }
     for step, idx in _batches(plan, rng, order, X.shape[0]):
@@ -371,6 +396,7 @@ def run_logistic_sgd(
             row_norm=row_norm,
             fit_intercept=fit_intercept,
             rng=rng,
+            steps=steps,
             policy=policy,
         )
-    return W, plan.events(noise_multiplier)
+    return SGDResult(W, plan.events(noise_multiplier), steps)

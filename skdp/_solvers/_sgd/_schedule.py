@@ -1,9 +1,78 @@
-"""Tuning that follows the calibrated noise: the Poisson "auto" clip and step."""
+"""Tuning that follows the calibrated noise: the Poisson "auto" clip and step.
+
+A schedule takes a plan and its calibrated noise multiplier and returns the
+steps the run takes. It returns optimisation settings only: the plan, whose
+events were calibrated and will be accounted, comes out as it went in.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
 
 from .._tuning import log_linear
+from ._plan import SGDPlan, SGDSteps, step_sizes
 from ._policy import DEFAULT_POLICY
 
-__all__ = ["auto_clip_fraction", "auto_step_boost"]
+__all__ = ["SGDSchedule", "auto_clip_fraction", "auto_step_boost", "schedule_run"]
+
+
+@dataclass(frozen=True)
+class SGDSchedule:
+    """A plan and the steps its run takes.
+
+    Attributes
+    ----------
+    plan : SGDPlan
+        As planned: its events are those calibrated and accounted.
+    steps : SGDSteps
+        The plan's own steps, or those set from the calibrated noise where
+        the plan's events do not read them (:attr:`SGDPlan.follows_budget`).
+    """
+
+    plan: SGDPlan
+    steps: SGDSteps
+
+
+def schedule_run(plan, noise_multiplier, n_params, policy=DEFAULT_POLICY):
+    """The steps of a planned run, once its noise multiplier is calibrated.
+
+    A Poisson DP-SGD plan with an "auto" clip on bounded rows clips at
+    :func:`auto_clip_fraction` of the gradient bound instead, at most the
+    bound, so its events, which read neither the steps nor such a clip, are
+    those calibrated; with an "auto" step too, the step shrinks by the
+    factor the clip grows and :func:`auto_step_boost` lengthens it. Every
+    other plan keeps its own steps.
+
+    Parameters
+    ----------
+    plan : SGDPlan
+    noise_multiplier : float
+        The calibrated (public) noise multiplier.
+    n_params : int
+        Number of parameters of the model (public).
+    policy : SGDPolicy, default=DEFAULT_POLICY
+
+    Returns
+    -------
+    SGDSchedule
+    """
+    if not (plan.follows_budget and plan.clip_fraction is not None):
+        return SGDSchedule(plan, plan.steps)
+    batch = plan.batch_sizes[0]
+    clip_fraction = auto_clip_fraction(
+        noise_multiplier * np.sqrt(n_params) / batch, policy
+    )
+    rates = plan.learning_rates
+    if plan.step_factor is not None:
+        boost = auto_step_boost(noise_multiplier / batch, policy)
+        factor = plan.step_factor * (boost * plan.clip_fraction / clip_fraction)
+        rates = step_sizes(
+            factor / (plan.smoothness + plan.l2),
+            len(plan.batch_sizes),
+            plan.epochs,
+            plan.lr_schedule,
+        )
+    return SGDSchedule(plan, SGDSteps(rates, clip_fraction * plan.gradient_bound))
 
 
 def auto_clip_fraction(relative_noise, policy=DEFAULT_POLICY):
