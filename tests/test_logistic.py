@@ -21,8 +21,9 @@ from skdp._solvers._sgd import (
     schedule_run,
     temperature_bound,
 )
+from skdp._solvers._sgd._batches import Batch
 from skdp._solvers._sgd._floor import _temperature_derivatives
-from skdp._solvers._sgd._run import _clipped_gradient_sum
+from skdp._solvers._sgd._steps import LogisticLoss, clipped_gradient_sum
 from skdp.accounting import account
 from skdp.linear_model import DPLogisticRegression, _budget
 
@@ -492,13 +493,9 @@ def test_clipped_gradient_sum_matches_per_example_loop(n_classes, fit_intercept)
     norms = np.linalg.norm(Xb, axis=1)
     scale = np.minimum(1.0, feature_norm / norms)
     full = (norms * scale) ** 2 + fit_intercept
-    problem = {
-        "binary": n_classes == 2,
-        "fit_intercept": fit_intercept,
-        "clip_norm": clip,
-        "weights": weights,
-    }
-    got = _clipped_gradient_sum(W, Xb, Yb, scale, np.sqrt(full), problem)
+    loss = LogisticLoss(n_classes == 2, fit_intercept, clip)
+    batch = Batch(Xb, Yb, scale, np.sqrt(full), weights)
+    got = clipped_gradient_sum(W, batch, loss)
     expected = np.zeros_like(W)
     for i in range(20):
         x = Xb[i] * scale[i]

@@ -14,7 +14,7 @@ from scipy.special import expit, softmax
 
 from skdp._solvers._rows import row_norms, row_projection
 from skdp._solvers._sgd import make_plan, run_logistic_sgd
-from skdp._solvers._sgd._run import _secret_order
+from skdp._solvers._sgd._batches import secret_order
 
 
 def _reference_poisson_batch(n, q, rng):
@@ -55,7 +55,7 @@ def _reference_run(X, codes, plan, z, row_norm, fit_intercept, rng, sample_weigh
     binary = plan.n_classes == 2
     d = X.shape[1] + int(fit_intercept)
     W = np.zeros((d, 1 if binary else plan.n_classes))
-    order = _secret_order(plan, rng)
+    order = secret_order(plan, rng)
     if order is not None and not isinstance(X, np.memmap):
         X, codes = X[order], codes[order]
         if sample_weight is not None:

@@ -9,10 +9,12 @@ events stay as calibrated), and :func:`run_logistic_sgd` runs them on the data
 and returns the model and the plan's events.
 
 Modules: ``_policy`` (the tuning constants), ``_plan`` (the plan and its
-events), ``_schedule`` (tuning that follows the calibrated noise), ``_floor``
-(the probability floor), ``_run`` (the run).
+events), ``_schedule`` (tuning that follows the calibrated noise),
+``_batches`` (which rows each step reads, and reading them), ``_steps`` (one
+noisy step), ``_floor`` (the probability floor), ``_run`` (the run).
 """
 
+from ._batches import poisson_batch
 from ._floor import (
     anchor_logits,
     calibrate_probabilities,
@@ -33,7 +35,7 @@ from ._plan import (
     step_sizes,
 )
 from ._policy import DEFAULT_POLICY, ByRelation, SGDPolicy
-from ._run import SGDResult, poisson_batch, run_logistic_sgd
+from ._run import SGDResult, run_logistic_sgd
 from ._schedule import (
     SGDSchedule,
     auto_clip_fraction,
