@@ -73,7 +73,6 @@ from benchmarks.bench_logistic import with_policy  # noqa: E402
 from benchmarks.panel import TABLES, load_panel  # noqa: E402
 from skdp._solvers._sgd import (  # noqa: E402
     DEFAULT_POLICY,
-    auto_epochs,
     make_plan,
     run_logistic_sgd,
 )
@@ -90,16 +89,11 @@ SGD_RATES = (0.1, 0.5, 2.0)
 SGD_EPOCHS = (10, 30)
 VALIDATION_SHARE = 0.2
 PROBA_FLOOR = 1e-15
-# A row bound large enough that no encoded row is ever projected.
-NO_PROJECTION = 1e30
 
 # Candidate configurations: estimator parameters, with these special keys:
-# ``row_norm`` "schema" (the declared bound) or "none" (no projection);
-# ``step`` (with a numeric ``max_grad_norm`` C): learning rate ``step / C``,
-# lowered at a small budget as the "auto" travel cap does (see
-# ``_travel_factor``); ``policy``: fields of the tuning policy
-# (:class:`~skdp._solvers._sgd.SGDPolicy`) to replace. ``classes`` is the
-# declared list unless given.
+# ``row_norm`` "schema" (the declared bound); ``policy``: fields of the tuning
+# policy (:class:`~skdp._solvers._sgd.SGDPolicy`) to replace. ``classes`` is
+# the declared list unless given.
 CONFIGS = {
     "defaults-plain": {"classes": None},
     "defaults-schema": {"row_norm": "schema"},
@@ -107,6 +101,7 @@ CONFIGS = {
 
 # Parts of a composed name that set a field of the tuning policy.
 _POLICY_PARTS = {
+    "s": "unbounded_step",
     "js": "shrink_strength",
     "h": "prior_weight",
     "m": "floor_margin",
@@ -116,28 +111,28 @@ _POLICY_PARTS = {
 def config(name):
     """The configuration called ``name``: ``CONFIGS[name]`` or a composed name.
 
-    Composed names start with ``np`` (no row projection, clip norm 1) and
-    add ``-s<step>`` (learning rate times clip norm, before the travel cap),
-    ``-a<alpha>``, ``-e<epochs>``, ``-c<calibration share>``, ``-tr<travel>``
-    and ``-ta<travel>`` (the travel cap's constant under replace-one and
-    add/remove), and for the probability floor ``-js<strength>`` (of the
-    public shrinkage that sets the search's start), ``-h<weight>`` (the
-    prior's share of the release) and ``-m<margin>`` (noise standard
-    deviations another point must win by).
+    Composed names start with ``np``: no row bound (the rules of rows of
+    unknown norm: clip norm ``unbounded_clip``, 1), a step times clip norm of
+    2 and the travel cap of bounded rows (8 under replace-one, 32 under
+    add/remove); they add ``-s<step>`` (step times clip norm, before the
+    travel cap), ``-a<alpha>``, ``-e<epochs>``, ``-c<calibration share>``,
+    ``-tr<travel>`` and ``-ta<travel>`` (the travel cap's constant under
+    replace-one and add/remove), and for the probability floor
+    ``-js<strength>`` (of the public shrinkage that sets the search's start),
+    ``-h<weight>`` (the prior's share of the release) and ``-m<margin>``
+    (noise standard deviations another point must win by).
     """
     if name in CONFIGS:
         return CONFIGS[name]
     parts = name.split("-")
     if parts[0] != "np":
         raise ValueError(f"unknown configuration {name!r}")
-    cfg = {"row_norm": "none", "max_grad_norm": 1.0, "step": 2.0, "policy": {}}
+    cfg = {"policy": {"unbounded_step": 2.0}}
     travel = {}
     for part in parts[1:]:
         key = re.match(r"[a-z]+", part).group()
         value = float(part[len(key) :])
-        if key == "s":
-            cfg["step"] = value
-        elif key == "a":
+        if key == "a":
             cfg["alpha"] = value
         elif key == "e":
             cfg["epochs"] = int(value)
@@ -149,8 +144,9 @@ def config(name):
             travel["replace_one" if key == "tr" else "add_remove"] = value
         else:
             raise ValueError(f"unknown part {part!r} of {name!r}")
-    if travel:
-        cfg["policy"]["travel"] = dataclasses.replace(DEFAULT_POLICY.travel, **travel)
+    cfg["policy"]["unbounded_travel"] = dataclasses.replace(
+        DEFAULT_POLICY.travel, **travel
+    )
     return cfg
 
 
@@ -264,7 +260,7 @@ def _sgd_fit(X, codes, classes, epochs, rate, epsilon, delta, relation, rng):
     plan = _sgd_plan(X.shape[0], len(classes), epochs, rate)
     z = _sgd_noise(plan, epsilon, delta, relation)
     result = run_logistic_sgd(
-        X, codes, plan, z, row_norm=NO_PROJECTION, fit_intercept=True, rng=rng
+        X, codes, plan, z, row_norm=None, fit_intercept=True, rng=rng
     )
     return _Linear(result.weights, classes)
 
@@ -296,33 +292,13 @@ def sgd_tuned(X, y, classes, epsilon, delta, relation, seed):
 # One table
 
 
-def _travel_factor(n, epsilon, relation, epochs, policy):
-    """The "auto" travel cap as a fraction of the full Poisson step (public)."""
-    if epochs == "auto":
-        epochs = auto_epochs("poisson", epsilon, relation, policy)
-    n_batches = -(-n // SGD_BATCH)
-    travel = policy.travel[relation]
-    return min(1.0, travel * n * epsilon / (n_batches * epochs) / policy.poisson_step)
-
-
-def _estimator(config, table, row_bound, epsilon, delta, relation, seed, n):
+def _estimator(config, table, row_bound, epsilon, delta, relation, seed):
     """The estimator of ``config``."""
     params = dict(config)
     params.setdefault("classes", list(table.classes))
     policy = dataclasses.replace(DEFAULT_POLICY, **params.pop("policy", {}))
-    row_norm = params.pop("row_norm", None)
-    if row_norm == "schema":
+    if params.pop("row_norm", None) == "schema":
         params["row_norm"] = row_bound
-    elif row_norm == "none":
-        params["row_norm"] = NO_PROJECTION
-    elif row_norm is not None:
-        params["row_norm"] = row_norm
-    step = params.pop("step", None)
-    if step is not None:
-        factor = _travel_factor(
-            n, epsilon, relation, params.get("epochs", "auto"), policy
-        )
-        params["learning_rate"] = step * factor / params["max_grad_norm"]
     return with_policy(policy)(
         epsilon=epsilon,
         delta=delta,
@@ -388,7 +364,6 @@ def run_table(name, seeds, epsilons, relations, configs, baselines=True):
                         delta,
                         relation,
                         seed,
-                        n,
                     )
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore", PrivacyLeakWarning)

@@ -5,15 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from skdp._solvers._sgd import (
-    DEFAULT_POLICY,
-    ByRelation,
-    SGDPolicy,
-    auto_epochs,
-    make_plan,
-    run_logistic_sgd,
-    schedule_run,
-)
+from skdp._solvers._sgd import DEFAULT_POLICY, ByRelation, SGDPolicy, auto_epochs
 from skdp.accounting import Neighbouring
 from skdp.linear_model import DPLogisticRegression
 
@@ -65,40 +57,3 @@ def test_auto_epochs_follow_the_policy():
     )
     assert auto_epochs("poisson", 2.0, "replace-one", more) == 40
     assert auto_epochs("poisson", 2.0, "add-remove", more) == 80
-
-
-def test_a_scheduled_run_reports_the_events_of_its_plan():
-    # The schedule changes the clip and the step, never the plan: the run's
-    # events are those the noise was calibrated for.
-    X, y = _data(n=2000)
-    plan = make_plan(
-        n_samples=2000,
-        n_classes=2,
-        row_norm=np.sqrt(2.0),
-        batch_size=100,
-        epochs=2,
-        sampling="poisson",
-        solver="dp-sgd",
-        learning_rate="auto",
-        lr_schedule="constant",
-        l2=1e-4,
-        l1=0.0,
-        clip_norm="auto",
-        projection_radius=None,
-        epsilon=8.0,
-    )
-    schedule = schedule_run(plan, 0.5, 3)
-    assert schedule.steps.clip_norm > plan.clip_norm
-    result = run_logistic_sgd(
-        X,
-        y,
-        schedule.plan,
-        0.5,
-        steps=schedule.steps,
-        row_norm=np.sqrt(2.0),
-        fit_intercept=True,
-        rng=np.random.default_rng(0),
-    )
-    assert result.events == plan.events(0.5)
-    assert result.steps is schedule.steps
-    assert result.weights.shape == (5, 1)

@@ -326,7 +326,7 @@ class DPLogisticRegression(
         epochs="auto",
         learning_rate="auto",
         lr_schedule="constant",
-        alpha=1e-4,
+        alpha=DEFAULT_POLICY.alpha,
         l1_ratio=0.0,
         row_norm=None,
         max_grad_norm="auto",

@@ -318,7 +318,7 @@ def make_plan(
     poisson = sampling == "poisson"
     # The target the "auto" step's travel cap follows (None: no cap).
     budget = epsilon if follows_budget(sampling, solver) else None
-    step_factor = clip_fraction = None
+    step_factor = None
     if learning_rate != "auto":
         eta0 = float(learning_rate)
     elif unbounded:
@@ -331,13 +331,7 @@ def make_plan(
             travel = policy.travel[neighbouring] * n_samples * budget
             step_factor = min(step_factor, travel / n_steps)
         eta0 = step_factor / (smoothness + l2)
-    if clip_norm != "auto":
-        clip = float(clip_norm)
-    elif unbounded:
-        clip = policy.unbounded_clip
-    else:
-        clip_fraction = policy.poisson_clip if poisson else 1.0
-        clip = clip_fraction * gradient_bound
+    clip, clip_fraction = _clip(clip_norm, unbounded, poisson, gradient_bound, policy)
     if tail_fraction == "auto":
         tail_fraction = policy.poisson_tail if poisson else 0.0
     return SGDPlan(
@@ -394,6 +388,21 @@ def _batch_sizes(n_samples, batch_size, sampling):
         return (batch_size,) * n_batches
     last = n_samples - batch_size * (n_batches - 1)
     return (batch_size,) * (n_batches - 1) + (last,)
+
+
+def _clip(clip_norm, unbounded, poisson, gradient_bound, policy):
+    """The clip norm, and the share of the gradient bound an "auto" clip is.
+
+    "auto": the gradient bound itself for cyclic and shuffled batches
+    (clipping never active), ``policy.poisson_clip`` of it for Poisson
+    batches, ``policy.unbounded_clip`` without a row bound (share None).
+    """
+    if clip_norm != "auto":
+        return float(clip_norm), None
+    if unbounded:
+        return policy.unbounded_clip, None
+    fraction = policy.poisson_clip if poisson else 1.0
+    return fraction * gradient_bound, fraction
 
 
 def _unbounded_step(n_samples, n_steps, budget, neighbouring, clip, policy):

@@ -4,10 +4,11 @@ Every number behind an "auto" setting of
 :class:`~skdp.linear_model.DPLogisticRegression` and of its solver lives in
 :class:`SGDPolicy`: the defaults the estimator resolves, and the thresholds
 of the rules that follow the budget or the calibrated noise. Privacy holds
-for any values: the plan, its events and the bound of every release are
-derived from the policy, never assumed. Benchmarks compare variants made
-with :func:`dataclasses.replace`; each default names the section of
-docs/benchmarks.md that chose it.
+for any policy the class accepts: the plan, its events and the bound of
+every release are derived from the policy, never assumed. Benchmarks compare
+variants made with :func:`dataclasses.replace` (an estimator reads its
+policy from its ``_policy`` class attribute); each default names the section
+of docs/benchmarks.md that chose it.
 """
 
 from dataclasses import dataclass
@@ -49,6 +50,9 @@ class SGDPolicy:
     #: Poisson noise against the signal hardly depends on the batch: one size fits all
     #: (docs/benchmarks.md, "DPLogisticRegression accuracy").
     batch_size: int = 256
+    #: A small L2 penalty: larger ones gained nothing on the panel
+    #: (docs/benchmarks.md, "Defaults chosen on the panel").
+    alpha: float = 1e-4
     #: Enough for the probability floor to keep the log-loss at the prior's or below
     #: (docs/benchmarks.md, "The probability floor").
     calibration_share: float = 0.2
@@ -68,7 +72,7 @@ class SGDPolicy:
     #: A larger budget buys more Poisson steps at the same noise (epochs per epsilon)
     #: (docs/benchmarks.md, "DPLogisticRegression accuracy").
     epochs_per_epsilon: ByRelation = ByRelation(replace_one=15, add_remove=30)
-    #: Beyond 120 epochs no table gained
+    #: A cap on the epochs a large budget buys (and on the time a fit takes)
     #: (docs/benchmarks.md, "DPLogisticRegression accuracy").
     max_epochs: int = 120
 
@@ -100,7 +104,7 @@ class SGDPolicy:
     #: Clip norm without a row bound: independent of the scale of the rows
     #: (docs/benchmarks.md, "Defaults chosen on the panel").
     unbounded_clip: float = 1.0
-    #: Step times clip norm without a row bound
+    #: Step times clip norm without a row bound (the travel cap lowers it when small)
     #: (docs/benchmarks.md, "Defaults chosen on the panel").
     unbounded_step: float = 2.0
     #: Travel cap without a row bound, in units of 1/32 of the full step
@@ -113,13 +117,13 @@ class SGDPolicy:
     #: Clip of the logits' offsets from the prior: bounds one row's release
     #: (docs/benchmarks.md, "The probability floor").
     floor_logit_bound: float = 10.0
-    #: Share of the floor release's inverse variance spent on the class counts
+    #: The prior's counts and the path's derivatives share the floor's release evenly
     #: (docs/benchmarks.md, "The probability floor").
     prior_weight: float = 0.5
-    #: Strength of the public shrinkage that sets the floor search's start
+    #: Shrinkage setting the floor search's start: stronger ones collapsed to the prior
     #: (docs/benchmarks.md, "The probability floor").
     shrink_strength: float = 0.5
-    #: Noise standard deviations another point must win by to replace the start
+    #: Leave the start only when another point wins by this many noise deviations
     #: (docs/benchmarks.md, "The probability floor").
     floor_margin: float = 2.0
 

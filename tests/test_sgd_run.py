@@ -1,11 +1,11 @@
 """The tuned DP-SGD step loop against a plain reference loop, bit for bit.
 
-``run_logistic_sgd`` hoists lookups out of its loop, works in place and
-gathers a per-row table for Poisson batches; none of that may change a single
-bit of the fitted model. The reference below is the straightforward loop (one
-fresh array per operation, the formulas as written in the docstrings, the
-Poisson batch drawn chunk by chunk with ``np.cumsum``), run on the same plan
-and seed.
+``run_logistic_sgd`` (``skdp/_solvers/_sgd/_run.py``) hoists lookups out of
+its loop, works in place and looks up a record per row for Poisson batches;
+none of that may change a single bit of the fitted model. The reference below
+is the straightforward loop (one fresh array per operation, the formulas as
+written in the docstrings, the Poisson batch drawn chunk by chunk with
+``np.cumsum``), run on the same plan and seed.
 """
 
 import numpy as np
