@@ -392,6 +392,10 @@ class DPLogisticRegression(
             return self._policy.cyclic_row_norm
         return self.row_norm
 
+    def _loss_row_norm(self):
+        """Bound on the rows fed to the loss (intercept's column included), or None."""
+        return loss_row_norm(self._row_norm(), self.fit_intercept)
+
     def _calibration_share(self):
         if self.calibration_share == "auto":
             return 0.0 if self.epsilon is None else self._policy.calibration_share
@@ -413,7 +417,7 @@ class DPLogisticRegression(
         return make_plan(
             n_samples=n_samples,
             n_classes=n_classes,
-            row_norm=loss_row_norm(self._row_norm(), self.fit_intercept),
+            row_norm=self._loss_row_norm(),
             batch_size=self.batch_size,
             epochs=self.epochs,
             sampling=self.batch_sampling,
@@ -541,7 +545,7 @@ class DPLogisticRegression(
             schedule.plan,
             noise_multiplier,
             steps=schedule.steps,
-            row_norm=loss_row_norm(self._row_norm(), self.fit_intercept),
+            row_norm=self._loss_row_norm(),
             fit_intercept=self.fit_intercept,
             rng=rng,
             sample_weight=data.sample_weight,
