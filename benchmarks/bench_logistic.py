@@ -36,6 +36,7 @@ Fast subset::
 """
 
 import argparse
+import dataclasses
 import math
 import time
 import warnings
@@ -46,8 +47,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 
-from skdp._solvers import _sgd
-from skdp._solvers._sgd import auto_epochs
+from skdp._solvers._sgd import DEFAULT_POLICY, auto_epochs
 from skdp.accounting import logistic_constants
 from skdp.datasets import adult_design_matrix, load_adult
 from skdp.linear_model import DPLogisticRegression
@@ -107,20 +107,19 @@ CONFIGS = {
     "rate-0.2-2x-epochs": {"max_rate": 0.2, "epochs_mult": 2},
     "rate-0.15-2x-epochs": {"max_rate": 0.15, "epochs_mult": 2},
     # The Poisson "auto" step boost at a small noise per coordinate
-    # (skdp/_solvers/_sgd.py, auto_step_boost): "no-step-boost" turns it off,
-    # "step-2x" doubles the "auto" step at every noise level. Module constants
-    # overridden for the fits of the config only ("module").
-    "no-step-boost": {"module": {"_AUTO_STEP_BOOST_MAX": 1.0}},
-    "step-2x": {"module": {"_AUTO_STEP_NOISE": (1e9, 1e8)}},
+    # (skdp/_solvers/_sgd/_schedule.py, auto_step_boost): "no-step-boost" turns
+    # it off, "step-2x" doubles the "auto" step at every noise level. Fields of
+    # the tuning policy (SGDPolicy) replaced for the fits of the config only
+    # ("policy").
+    "no-step-boost": {"policy": {"step_boost": 1.0}},
+    "step-2x": {"policy": {"step_noise": (1e9, 1e8)}},
     # The Poisson "auto" tail (average of the last half of the iterates)
     # against a shorter or longer one; "tail-all" averages every iterate
-    # (the estimator's tail_fraction stops below 1, so the module default is
-    # overridden). Not adopted (docs/logistic.md): at 50-200 seeds longer
-    # tails lose accuracy at every noisy cell and gain log-loss only at
-    # replace-one eps 0.1; the shorter tail gains on digits only.
+    # (the estimator's tail_fraction stops below 1, so the policy's
+    # poisson_tail is replaced).
     "tail-0.25": {"tail_fraction": 0.25},
     "tail-0.75": {"tail_fraction": 0.75},
-    "tail-all": {"module": {"_AUTO_TAIL_FRACTION": {"poisson": 1.0}}},
+    "tail-all": {"policy": {"poisson_tail": 1.0}},
     # Best found on Adult at eps=0.1 (worse elsewhere: small data sets).
     "adult-low-eps": {
         "batch_sampling": "poisson",
@@ -176,7 +175,13 @@ def load(name):
 
 
 def estimator_params(
-    config, row_norm, n_classes, n_samples=None, epsilon=None, neighbouring=None
+    config,
+    row_norm,
+    n_classes,
+    n_samples=None,
+    epsilon=None,
+    neighbouring=None,
+    policy=DEFAULT_POLICY,
 ):
     """Resolve ``lr_mult``, ``clip_mult``, ``max_rate`` and ``epochs_mult``.
 
@@ -191,7 +196,7 @@ def estimator_params(
     epochs_mult = params.pop("epochs_mult", None)
     if epochs_mult is not None:
         sampling = params.get("batch_sampling", "poisson")
-        auto = auto_epochs(sampling, epsilon, neighbouring)
+        auto = auto_epochs(sampling, epsilon, neighbouring, policy)
         params["epochs"] = int(round(epochs_mult * auto))
     # fit_intercept=True: the loss sees rows of norm sqrt(row_norm^2 + 1).
     bound, beta = logistic_constants(math.sqrt(row_norm**2 + 1.0), n_classes)
@@ -206,6 +211,13 @@ def estimator_params(
     return params
 
 
+def with_policy(policy):
+    """``DPLogisticRegression`` whose "auto" rules use the tuning ``policy``."""
+    if policy == DEFAULT_POLICY:
+        return DPLogisticRegression
+    return type("DPLogisticRegression", (DPLogisticRegression,), {"_policy": policy})
+
+
 def evaluate(data, config, epsilon, seeds, neighbouring="replace-one", delta=None):
     """Mean and std of test accuracy, seconds per fit and test log-loss.
 
@@ -214,23 +226,12 @@ def evaluate(data, config, epsilon, seeds, neighbouring="replace-one", delta=Non
     ``delta``: None for the estimator's default ``min(1e-5, n^-1.1)`` (passed
     explicitly under add/remove, which needs one), or ``"n^-1.1"`` for the
     incumbents' convention (much larger on small data: 3.6e-4 on digits,
-    1.3e-3 on breast_cancer).
+    1.3e-3 on breast_cancer). ``config["policy"]``: fields of the tuning
+    policy to replace (see ``CONFIGS``).
     """
     X_train, X_test, y_train, y_test, row_norm = data
     config = dict(config)
-    overrides = config.pop("module", {})
-    saved = {name: getattr(_sgd, name) for name in overrides}
-    try:
-        for name, value in overrides.items():
-            setattr(_sgd, name, value)
-        return _evaluate(data, config, epsilon, seeds, neighbouring, delta)
-    finally:
-        for name, value in saved.items():
-            setattr(_sgd, name, value)
-
-
-def _evaluate(data, config, epsilon, seeds, neighbouring, delta):
-    X_train, X_test, y_train, y_test, row_norm = data
+    policy = dataclasses.replace(DEFAULT_POLICY, **config.pop("policy", {}))
     params = estimator_params(
         config,
         row_norm,
@@ -238,6 +239,7 @@ def _evaluate(data, config, epsilon, seeds, neighbouring, delta):
         n_samples=X_train.shape[0],
         epsilon=epsilon,
         neighbouring=config.get("neighbouring", neighbouring),
+        policy=policy,
     )
     params.setdefault("neighbouring", neighbouring)
     if delta == "n^-1.1":
@@ -245,9 +247,10 @@ def _evaluate(data, config, epsilon, seeds, neighbouring, delta):
     elif params["neighbouring"] == "add-remove" and params.get("delta") is None:
         # Add/remove needs an explicit delta: the replace-one default's value.
         params["delta"] = min(1e-5, float(X_train.shape[0]) ** -1.1)
+    estimator = with_policy(policy)
     scores, seconds, losses = [], [], []
     for seed in range(seeds):
-        model = DPLogisticRegression(
+        model = estimator(
             epsilon=epsilon,
             row_norm=row_norm,
             classes=np.unique(y_train),  # public: the data sets' labels

@@ -57,7 +57,6 @@ Summary of stored results without refitting::
 import argparse
 import dataclasses
 import json
-import math
 import re
 import sys
 import time
@@ -70,11 +69,15 @@ from sklearn.model_selection import train_test_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.bench_logistic import with_policy  # noqa: E402
 from benchmarks.panel import TABLES, load_panel  # noqa: E402
-from skdp._solvers._sgd import make_plan, run_logistic_sgd  # noqa: E402
+from skdp._solvers._sgd import (  # noqa: E402
+    DEFAULT_POLICY,
+    make_plan,
+    run_logistic_sgd,
+)
 from skdp.accounting import calibrate_noise_multiplier  # noqa: E402
 from skdp.exceptions import PrivacyLeakWarning  # noqa: E402
-from skdp.linear_model import DPLogisticRegression  # noqa: E402
 from skdp.preprocessing import SchemaEncoder  # noqa: E402
 from skdp.schema import Categorical, Numeric, TableSchema  # noqa: E402
 
@@ -86,70 +89,64 @@ SGD_RATES = (0.1, 0.5, 2.0)
 SGD_EPOCHS = (10, 30)
 VALIDATION_SHARE = 0.2
 PROBA_FLOOR = 1e-15
-# A row bound large enough that no encoded row is ever projected.
-NO_PROJECTION = 1e30
 
 # Candidate configurations: estimator parameters, with these special keys:
-# ``row_norm`` "schema" (the declared bound) or "none" (no projection);
-# ``step`` (with a numeric ``max_grad_norm`` C): learning rate ``step / C``,
-# lowered at a small budget as the "auto" travel cap does (see
-# ``_travel_factor``); ``floor``: options of the prior-anchored temperature
-# prototype (``_anchored_temperature``). ``classes`` is the declared list
-# unless given.
+# ``row_norm`` "schema" (the declared bound); ``policy``: fields of the tuning
+# policy (:class:`~skdp._solvers._sgd.SGDPolicy`) to replace. ``classes`` is
+# the declared list unless given.
 CONFIGS = {
     "defaults-plain": {"classes": None},
     "defaults-schema": {"row_norm": "schema"},
+}
+
+# Parts of a composed name that set a field of the tuning policy.
+_POLICY_PARTS = {
+    "s": "unbounded_step",
+    "js": "shrink_strength",
+    "h": "prior_weight",
+    "m": "floor_margin",
 }
 
 
 def config(name):
     """The configuration called ``name``: ``CONFIGS[name]`` or a composed name.
 
-    Composed names start with ``np`` (no row projection, clip norm 1) and
-    add ``-s<step>`` (learning rate times clip norm, before the travel cap),
-    ``-a<alpha>``, ``-e<epochs>``, ``-c<calibration share>``, and for the
-    probability-floor prototype ``-js<strength>`` (shrinkage towards the
-    private prior from the public noise energy), ``-bs<strength>`` (the same
-    from the tail's block means), ``-h<histogram weight>`` and
-    ``-m<margin>`` (of the anchored temperature).
+    Composed names start with ``np``: no row bound (the rules of rows of
+    unknown norm: clip norm ``unbounded_clip``, 1), a step times clip norm of
+    2 and the travel cap of bounded rows (8 under replace-one, 32 under
+    add/remove); they add ``-s<step>`` (step times clip norm, before the
+    travel cap), ``-a<alpha>``, ``-e<epochs>``, ``-c<calibration share>``,
+    ``-tr<travel>`` and ``-ta<travel>`` (the travel cap's constant under
+    replace-one and add/remove), and for the probability floor
+    ``-js<strength>`` (of the public shrinkage that sets the search's start),
+    ``-h<weight>`` (the prior's share of the release) and ``-m<margin>``
+    (noise standard deviations another point must win by).
     """
     if name in CONFIGS:
         return CONFIGS[name]
     parts = name.split("-")
     if parts[0] != "np":
         raise ValueError(f"unknown configuration {name!r}")
-    cfg = {"row_norm": "none", "max_grad_norm": 1.0, "step": 2.0}
-    floor = {"hist_weight": 1.0, "margin": 2.0, "bound": 10.0}
+    cfg = {"policy": {"unbounded_step": 2.0}}
+    travel = {}
     for part in parts[1:]:
         key = re.match(r"[a-z]+", part).group()
         value = float(part[len(key) :])
-        if key == "s":
-            cfg["step"] = value
-        elif key == "a":
+        if key == "a":
             cfg["alpha"] = value
         elif key == "e":
             cfg["epochs"] = int(value)
         elif key == "c":
             cfg["calibration_share"] = value
-        elif key in ("js", "bs"):
-            floor["shrink"] = value
-            floor["noise"] = "blocks" if key == "bs" else "walk"
-            cfg["floor"] = floor
-        elif key == "h":
-            floor["hist_weight"] = value
-            cfg["floor"] = floor
-        elif key == "pj":
-            floor["prior_js"] = bool(value)
-            cfg["floor"] = floor
+        elif key in _POLICY_PARTS:
+            cfg["policy"][_POLICY_PARTS[key]] = value
         elif key in ("tr", "ta"):
-            cfg.setdefault("travel", {})[
-                "replace-one" if key == "tr" else "add-remove"
-            ] = value
-        elif key == "m":
-            floor["margin"] = value
-            cfg["floor"] = floor
+            travel["replace_one" if key == "tr" else "add_remove"] = value
         else:
             raise ValueError(f"unknown part {part!r} of {name!r}")
+    cfg["policy"]["unbounded_travel"] = dataclasses.replace(
+        DEFAULT_POLICY.travel, **travel
+    )
     return cfg
 
 
@@ -262,10 +259,10 @@ class _Linear:
 def _sgd_fit(X, codes, classes, epochs, rate, epsilon, delta, relation, rng):
     plan = _sgd_plan(X.shape[0], len(classes), epochs, rate)
     z = _sgd_noise(plan, epsilon, delta, relation)
-    W, _ = run_logistic_sgd(
-        X, codes, plan, z, row_norm=NO_PROJECTION, fit_intercept=True, rng=rng
+    result = run_logistic_sgd(
+        X, codes, plan, z, row_norm=None, fit_intercept=True, rng=rng
     )
-    return _Linear(W, classes)
+    return _Linear(result.weights, classes)
 
 
 def sgd_tuned(X, y, classes, epsilon, delta, relation, seed):
@@ -295,295 +292,24 @@ def sgd_tuned(X, y, classes, epsilon, delta, relation, seed):
 # One table
 
 
-def _travel_factor(n, epsilon, relation, epochs, travel=None):
-    """The "auto" travel cap as a fraction of the full Poisson step (public)."""
-    from skdp._solvers._sgd import _AUTO_LR_FACTOR, _AUTO_TRAVEL, auto_epochs
-
-    if epochs == "auto":
-        epochs = auto_epochs("poisson", epsilon, relation)
-    n_batches = -(-n // SGD_BATCH)
-    full = _AUTO_LR_FACTOR["poisson"]
-    travel = (travel or {}).get(relation, _AUTO_TRAVEL[relation])
-    return min(1.0, travel * n * epsilon / (n_batches * epochs) / full)
-
-
-def _estimator(config, table, row_bound, epsilon, delta, relation, seed, n):
-    """The estimator of ``config`` and its prototype floor options (or None)."""
+def _estimator(config, table, row_bound, epsilon, delta, relation, seed):
+    """The estimator of ``config``."""
     params = dict(config)
     params.setdefault("classes", list(table.classes))
-    floor = params.pop("floor", None)
-    row_norm = params.pop("row_norm", None)
-    if row_norm == "schema":
+    policy = dataclasses.replace(DEFAULT_POLICY, **params.pop("policy", {}))
+    if params.pop("row_norm", None) == "schema":
         params["row_norm"] = row_bound
-    elif row_norm == "none":
-        params["row_norm"] = NO_PROJECTION
-    elif row_norm is not None:
-        params["row_norm"] = row_norm
-    step = params.pop("step", None)
-    travel = params.pop("travel", None)
-    if step is not None:
-        factor = _travel_factor(
-            n, epsilon, relation, params.get("epochs", "auto"), travel
-        )
-        params["learning_rate"] = step * factor / params["max_grad_norm"]
-    est = DPLogisticRegression(
+    return with_policy(policy)(
         epsilon=epsilon,
         delta=delta,
         neighbouring=relation,
         random_state=seed,
         **params,
     )
-    return est, floor
-
-
-# ---------------------------------------------------------------------------
-# Prototype: prior-anchored temperature (the probability floor)
-
-ANCHOR_GRID = np.concatenate([[0.0], 2.0 ** (np.arange(-12, 4) / 3.0)])
-
-
-def _loss_change_map(grid):
-    """Trapezoid weights from derivatives on ``grid`` to changes from 1."""
-    one = int(np.flatnonzero(grid == 1.0)[0])
-    weights = np.zeros((grid.size, grid.size))
-    for j in range(grid.size):
-        lo, hi, sign = (one, j, 1.0) if j >= one else (j, one, -1.0)
-        for m in range(lo, hi):
-            half = 0.5 * (grid[m + 1] - grid[m]) * sign
-            weights[j, m] += half
-            weights[j, m + 1] += half
-    return weights
-
-
-_ANCHOR_CHANGE = _loss_change_map(ANCHOR_GRID)
-
-
-def _anchored_temperature(X, codes, W, plan, *, row_norm, fit_intercept, rng, floor):
-    """Interpolate the model's logits towards a private class prior.
-
-    Two Gaussian releases whose noise composes to the plan's calibration
-    Gaussian (``plan.calibration_noise`` per unit of one row's bound; shares
-    ``hist_weight`` and ``1 - hist_weight`` of its squared inverse noise): the
-    class counts (one-hot rows, bound 1), then, with ``m`` the log-prior from
-    them, the derivative in ``a`` of the training log-loss of the logits
-    ``m + a (s - m)`` at every point of ``ANCHOR_GRID`` (``s - m`` clipped to
-    ``[-bound, bound]``; ``a = 0`` is the prior, ``a = 1`` the model). The
-    ``a`` minimising the integrated noisy change plus ``margin`` noise
-    standard deviations is applied: coefficients times ``a``, intercept
-    ``a b + (1 - a) m``.
-    """
-    from scipy.special import expit, softmax
-
-    from skdp._solvers._rows import feature_norm, row_projection, row_scores, tame_rows
-
-    K = plan.n_classes
-    w1 = floor["hist_weight"]
-    z = floor["z"]
-    bound = floor["bound"]
-    cn = plan.calibration_noise
-    counts = np.bincount(codes, minlength=K).astype(float)
-    hist_std = cn / math.sqrt(w1)
-    noisy = counts + rng.normal(0.0, hist_std, size=K)
-    prior = np.maximum(noisy, 1.0)
-    prior /= prior.sum()
-    if floor.get("prior_js"):
-        # James-Stein towards the uniform prior: the noise's share of the
-        # spread of the noisy counts (public: the noise std is known).
-        total = max(noisy.sum(), 1.0)
-        spread = float(np.sum((noisy - total / K) ** 2))
-        w = max(0.0, 1.0 - K * hist_std**2 / max(spread, 1e-300))
-        prior = w * prior + (1.0 - w) / K
-    m = np.log(prior)
-    binary = W.shape[1] == 1
-    if binary:
-        m = np.array([m[1] - m[0]])
-    if floor.get("shrink"):
-        if floor.get("noise") == "blocks":
-            kappa = _block_shrinkage(W, floor["blocks"], fit_intercept, floor["shrink"])
-        else:
-            kappa = _public_shrinkage(W, plan, z, fit_intercept, floor["shrink"])
-        W = W * kappa
-        W[-1] += (1.0 - kappa) * m
-    if w1 >= 1.0:
-        return W
-    X = np.asarray(X, dtype=float)
-    raw = np.sqrt(np.einsum("ij,ij->i", X, X))
-    X, raw = tame_rows(X, raw, feature_norm(row_norm, fit_intercept))
-    scale, _ = row_projection(raw, row_norm, fit_intercept)
-    d = row_scores(W, X, scale, fit_intercept) - m
-    if not binary:
-        d -= d.mean(axis=1, keepdims=True)
-    d = np.clip(d, -bound, bound)
-    total = np.zeros(ANCHOR_GRID.size)
-    if binary:
-        p = expit(m[0] + np.multiply.outer(d[:, 0], ANCHOR_GRID))
-        total = ((p - codes[:, None]) * d[:, :1]).sum(axis=0)
-        per_point = bound
-    else:
-        own = d[np.arange(len(codes)), codes]
-        for j, a in enumerate(ANCHOR_GRID):
-            p = softmax(m + a * d, axis=1)
-            total[j] = float(np.sum(np.einsum("ik,ik->i", p, d) - own))
-        per_point = 2.0 * bound
-    std = cn / math.sqrt(1.0 - w1) * per_point * math.sqrt(ANCHOR_GRID.size)
-    noisy_total = total + rng.normal(0.0, std, size=total.shape)
-    change = _ANCHOR_CHANGE @ noisy_total
-    noise = std * np.linalg.norm(_ANCHOR_CHANGE, axis=1)
-    a = float(ANCHOR_GRID[int(np.argmin(change + floor["margin"] * noise))])
-    W = W * a
-    W[-1] += (1.0 - a) * m
-    return W
-
-
-def tail_noise_variance(plan, noise_multiplier):
-    """Per-coordinate variance of the injected noise in the released iterate.
-
-    The noise of a Poisson DP-SGD step, ``eta_t z C / b`` per coordinate, as
-    if the loss were flat (only the penalty contracts, by ``1 - eta_t l2`` a
-    step), carried to the average of the tail iterates: an upper bound for a
-    quadratic loss, an estimate otherwise. Public.
-    """
-    rates = np.asarray(plan.learning_rates, dtype=float)
-    T = rates.size
-    m = max(1, int(round(plan.tail_fraction * T)))
-    start = T - m
-    std = rates * noise_multiplier * plan.clip_norm / plan.batch_sizes[0]
-    rho = 1.0 - rates * plan.l2
-    g = np.zeros(T)
-    carry = 0.0
-    for i in range(T - 1, -1, -1):
-        carry = float(i >= start) + (rho[i + 1] * carry if i + 1 < T else 0.0)
-        g[i] = carry
-    return float(np.sum((std * g / m) ** 2))
-
-
-def _public_shrinkage(W, plan, z, fit_intercept, strength):
-    """``max(0, 1 - strength * expected noise energy / ||coef||^2)`` (public)."""
-    coef = W[:-1] if fit_intercept else W
-    energy = coef.size * tail_noise_variance(plan, z)
-    return max(0.0, 1.0 - strength * energy / max(float(np.sum(coef**2)), 1e-300))
-
-
-def _block_shrinkage(W, blocks, fit_intercept, strength):
-    """Shrinkage from the spread of the tail's block means (post-processing).
-
-    ``blocks`` holds the means of ``B`` consecutive blocks of the tail
-    iterates; the variance of their mean, ``sum (M_b - M)^2 / (B (B - 1))``
-    per coordinate, estimates the noise left in the released average.
-    """
-    M = np.asarray(blocks)
-    B = M.shape[0]
-    var = ((M - M.mean(axis=0)) ** 2).sum(axis=0) / (B * (B - 1))
-    coef = W[:-1] if fit_intercept else W
-    energy = float(np.sum(var[:-1] if fit_intercept else var))
-    return max(0.0, 1.0 - strength * energy / max(float(np.sum(coef**2)), 1e-300))
-
-
-def _patched_run(floor):
-    """``run_logistic_sgd`` with the temperature replaced by the anchored one."""
-    from skdp.linear_model import _logistic
-
-    original = run_logistic_sgd
-
-    def run(X, codes, plan, z, *, row_norm, fit_intercept, rng, **kwargs):
-        from skdp._solvers import _sgd
-
-        inner = dataclasses.replace(plan, calibration_noise=None)
-        blocks = None
-        if floor.get("noise") == "blocks":
-            # Record the tail iterates through the (no-op) projection hook.
-            inner = dataclasses.replace(inner, projection_radius=1e300)
-            T = plan.n_steps
-            m = max(1, int(round(plan.tail_fraction * T)))
-            B = floor.get("n_blocks", 5)
-            edges = T - m + (np.arange(B + 1) * m) // B
-            sums = [None] * B
-            counter = [0]
-            prox = _sgd._prox_and_project
-
-            def hook(W, plan_, eta):
-                W = prox(W, plan_, eta)
-                t = counter[0]
-                counter[0] += 1
-                b = int(np.searchsorted(edges, t, side="right")) - 1
-                if 0 <= b < B:
-                    sums[b] = W.copy() if sums[b] is None else sums[b] + W
-                return W
-
-            _sgd._prox_and_project = hook
-        try:
-            W, _ = original(
-                X,
-                codes,
-                inner,
-                z,
-                row_norm=row_norm,
-                fit_intercept=fit_intercept,
-                rng=rng,
-                **kwargs,
-            )
-        finally:
-            if blocks is None and floor.get("noise") == "blocks":
-                _sgd._prox_and_project = prox
-        options = dict(floor)
-        if floor.get("noise") == "blocks":
-            options["blocks"] = [sums[b] / (edges[b + 1] - edges[b]) for b in range(B)]
-        if plan.calibration_noise is not None:
-            W = _anchored_temperature(
-                X,
-                codes,
-                W,
-                plan,
-                row_norm=row_norm,
-                fit_intercept=fit_intercept,
-                rng=rng,
-                floor={**options, "z": z},
-            )
-        return W, plan.events(z)
-
-    return _logistic, run
-
-
-# ---------------------------------------------------------------------------
-# Speed: calibrations and accounts cached by their events (same inputs, same
-# outputs), so configurations that differ only in step, clip or penalty share
-# one calibration per table, epsilon and relation.
-
-
-def _install_caches():
-    from skdp.linear_model import _logistic
-
-    if getattr(_logistic, "_bench_cached", False):
-        return
-    calibrations, accounts = {}, {}
-    account = _logistic.account
-
-    def calibrate(plan, epsilon, delta, neighbouring):
-        key = (repr(plan.events(1.0)), float(epsilon), float(delta), neighbouring)
-        if key not in calibrations:
-            calibrations[key] = calibrate_noise_multiplier(
-                plan.events,
-                epsilon,
-                delta,
-                neighbouring=neighbouring,
-                accountant="pld",
-            )
-        return calibrations[key]
-
-    def cached_account(events, delta, **kwargs):
-        key = (repr(events), float(delta), repr(sorted(kwargs.items())))
-        if key not in accounts:
-            accounts[key] = account(events, delta, **kwargs)
-        return accounts[key]
-
-    _logistic._calibrate = calibrate
-    _logistic.account = cached_account
-    _logistic._bench_cached = True
 
 
 def run_table(name, seeds, epsilons, relations, configs, baselines=True):
     """Every method on one table: a list of result rows (dicts)."""
-    _install_caches()
     (table,) = load_panel([name])
     classes = np.asarray(table.classes)
     rows = []
@@ -630,7 +356,7 @@ def run_table(name, seeds, epsilons, relations, configs, baselines=True):
                     )
                 for method in configs:
                     t = time.perf_counter()
-                    est, floor = _estimator(
+                    est = _estimator(
                         config(method),
                         table,
                         row_bound,
@@ -638,22 +364,10 @@ def run_table(name, seeds, epsilons, relations, configs, baselines=True):
                         delta,
                         relation,
                         seed,
-                        n,
                     )
-                    module = original = None
-                    if floor is not None:
-                        module, patched = _patched_run(floor)
-                        original, module.run_logistic_sgd = (
-                            module.run_logistic_sgd,
-                            patched,
-                        )
-                    try:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore", PrivacyLeakWarning)
-                            est.fit(X_train, y_train)
-                    finally:
-                        if module is not None:
-                            module.run_logistic_sgd = original
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", PrivacyLeakWarning)
+                        est.fit(X_train, y_train)
                     if est.privacy_spent_.epsilon > epsilon * (1 + 1e-9):
                         raise RuntimeError(f"{method} spent more than {epsilon}")
                     acc, loss = scores(est, X_test, y_test, classes)

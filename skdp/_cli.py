@@ -6,9 +6,11 @@ import math
 import sys
 import warnings
 
-from ._solvers._sgd import make_plan
+from ._demo import run_demo
+from ._solvers._sgd import DEFAULT_POLICY, make_plan
 from .accounting import account, calibrate_noise_multiplier
 from .audit._cli import add_audit_parser
+from .linear_model._budget import split_budget
 from .synthetic._cli import add_synth_parser
 from .utils._argtypes import positive, probability
 
@@ -129,77 +131,85 @@ def _account_events(args):
     return plan.events, notes
 
 
-def _add_remove_count():
-    """The estimator's count release under add/remove: share, ``(std, spend)``."""
-    from .linear_model._logistic import _COUNT_SHARE, _basic_composition, _count_release
-
-    return _COUNT_SHARE, _count_release, _basic_composition
-
-
 def _run_account(args):
     make_events, notes = _account_events(args)
-    count = scope = None
-    if args.target_epsilon is not None and args.neighbouring == "add-remove":
-        # As DPLogisticRegression(neighbouring="add-remove") plans and reports:
-        # a noisy count first (its share of epsilon and delta), the run planned
-        # from the released count (here --n), basic composition of the two.
-        share, count_release, basic_composition = _add_remove_count()
-        std, count = count_release(share * args.target_epsilon, share * args.delta)
-        training_epsilon = args.target_epsilon - count.epsilon
-        z, training = calibrate_noise_multiplier(
-            make_events,
-            training_epsilon,
-            args.delta - count.delta,
-            neighbouring=args.neighbouring,
-            accountant=args.accountant,
-        )
-        spent = basic_composition(count, training, training_epsilon, args.delta)
-        scope = (
-            f"add-remove, as DPLogisticRegression reports it: a Gaussian count of "
-            f"the rows (noise std {std:.4g}; epsilon {count.epsilon:.4g}, delta "
-            f"{count.delta:.3g}), then the run planned from the released count, "
-            "here --n; the two by basic composition"
-        )
-    elif args.target_epsilon is not None:
-        z, spent = calibrate_noise_multiplier(
-            make_events,
-            args.target_epsilon,
-            args.delta,
-            neighbouring=args.neighbouring,
-            accountant=args.accountant,
-        )
+    if args.target_epsilon is None:
+        z, spent, count = _spend_at_noise(args, make_events)
     else:
-        z = args.noise_multiplier
-        spent = account(
-            make_events(z),
-            args.delta,
-            neighbouring=args.neighbouring,
-            accountant=args.accountant,
+        z, spent, count = _calibrated_spend(args, make_events)
+    return _print_account(args, z, spent, count, notes, _add_remove_scope(args, count))
+
+
+def _calibrated_spend(args, make_events):
+    """Noise and spend at ``--target-epsilon``, as DPLogisticRegression plans them.
+
+    Under add/remove: a noisy count first (its share of epsilon and delta),
+    the run planned from the released count (here ``--n``), basic
+    composition of the two (:mod:`skdp.linear_model._budget`).
+    """
+    budget = split_budget(
+        args.target_epsilon, args.delta, args.neighbouring, DEFAULT_POLICY.count_share
+    )
+    z, training = calibrate_noise_multiplier(
+        make_events,
+        budget.epsilon,
+        budget.run_delta,
+        neighbouring=args.neighbouring,
+        accountant=args.accountant,
+    )
+    return z, budget.spend(training), budget.count
+
+
+def _spend_at_noise(args, make_events):
+    """Noise and spend of the run alone at ``--noise-multiplier`` (no count)."""
+    z = args.noise_multiplier
+    spent = account(
+        make_events(z),
+        args.delta,
+        neighbouring=args.neighbouring,
+        accountant=args.accountant,
+    )
+    return z, spent, None
+
+
+def _add_remove_scope(args, count):
+    """What an add/remove figure covers (None under replace-one)."""
+    if args.neighbouring != "add-remove":
+        return None
+    if count is None:
+        return (
+            "add-remove: the run alone, planned at a count of --n rows. "
+            "DPLogisticRegression(neighbouring='add-remove') first releases "
+            "a noisy count of the rows, plans from it and needs a target "
+            "epsilon: --target-epsilon accounts both as it reports them"
         )
-        if args.neighbouring == "add-remove":
-            scope = (
-                "add-remove: the run alone, planned at a count of --n rows. "
-                "DPLogisticRegression(neighbouring='add-remove') first releases "
-                "a noisy count of the rows, plans from it and needs a target "
-                "epsilon: --target-epsilon accounts both as it reports them"
-            )
+    return (
+        f"add-remove, as DPLogisticRegression reports it: a Gaussian count of "
+        f"the rows (noise std {count.std:.4g}; epsilon {count.spent.epsilon:.4g}, "
+        f"delta {count.spent.delta:.3g}), then the run planned from the released "
+        "count, here --n; the two by basic composition"
+    )
+
+
+def _print_account(args, z, spent, count, notes, scope):
+    """Print the account (a table, or one JSON object with ``--json``)."""
     has_order = spent.accountant == "rdp" and math.isfinite(spent.order)
-    result = {
-        "epsilon": spent.epsilon,
-        "delta": spent.delta,
-        "noise_multiplier": z,
-        "order": spent.order if has_order else None,
-        "bound": spent.bound,
-        "neighbouring": spent.neighbouring,
-        "sampling": args.sampling,
-        "accountant": spent.accountant,
-        "count_release": None
-        if count is None
-        else {"epsilon": count.epsilon, "delta": count.delta},
-        "notes": notes,
-        "add_remove": scope,
-    }
     if args.json:
+        result = {
+            "epsilon": spent.epsilon,
+            "delta": spent.delta,
+            "noise_multiplier": z,
+            "order": spent.order if has_order else None,
+            "bound": spent.bound,
+            "neighbouring": spent.neighbouring,
+            "sampling": args.sampling,
+            "accountant": spent.accountant,
+            "count_release": None
+            if count is None
+            else {"epsilon": count.spent.epsilon, "delta": count.spent.delta},
+            "notes": notes,
+            "add_remove": scope,
+        }
         print(json.dumps(result))
         return 0
     print(f"epsilon          {spent.epsilon:.6g}")
@@ -227,8 +237,6 @@ def _add_demo_parser(subparsers):
 
 
 def _run_demo(args):
-    from ._demo import run_demo
-
     return run_demo(epsilon=args.epsilon, random_state=args.random_state)
 
 

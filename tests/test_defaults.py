@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from skdp._solvers._sgd import (
-    _PRIOR_WEIGHT,
+    DEFAULT_POLICY,
     calibrate_probabilities,
     make_plan,
     release_log_prior,
@@ -166,9 +166,13 @@ def test_floor_releases_compose_to_the_accounted_gaussian(n_classes):
     )
     (prior_std, prior_size), (temp_std, temp_size) = recorder.stds
     assert prior_size == n_classes
-    assert prior_std == pytest.approx(c / math.sqrt(_PRIOR_WEIGHT), rel=1e-12)
+    assert prior_std == pytest.approx(
+        c / math.sqrt(DEFAULT_POLICY.prior_weight), rel=1e-12
+    )
     bound = temperature_bound(n_classes)
-    assert temp_std / bound == pytest.approx(c / math.sqrt(1 - _PRIOR_WEIGHT))
+    assert temp_std / bound == pytest.approx(
+        c / math.sqrt(1 - DEFAULT_POLICY.prior_weight)
+    )
     # Sensitivity 2 bounds (replace-one) of each release, in its own units.
     delta = 1e-6
     mus = [2.0 / prior_std, 2.0 * bound / temp_std]
@@ -237,7 +241,7 @@ def test_tail_noise_variance_is_the_noise_of_a_flat_run():
                 row_norm=None,
                 fit_intercept=False,
                 rng=np.random.default_rng(seed),
-            )[0].ravel()
+            ).weights.ravel()
             for seed in range(400)
         ]
     )

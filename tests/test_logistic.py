@@ -12,17 +12,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdp._solvers._sgd import (
-    _temperature_derivatives,
-    anchor_logits,
-    auto_clip_fraction,
-    auto_step_boost,
-    fit_temperature,
-    make_plan,
-    temperature_bound,
-)
 from skdp.accounting import account
-from skdp.linear_model import DPLogisticRegression, _logistic
+from skdp.linear_model import DPLogisticRegression, _budget
 
 WEIGHT_REASON = (
     "weights above 1 multiply a record's influence and are refused for privacy"
@@ -46,24 +37,6 @@ EXPECTED_FAILURES = {
 )
 def test_sklearn_conformance(estimator, check):
     check(estimator)
-
-
-# make_plan arguments of a binary Poisson DP-SGD run with every "auto" setting
-# (n_samples and epsilon given by each test).
-POISSON_PLAN = dict(
-    n_classes=2,
-    row_norm=2.0,
-    batch_size=100,
-    epochs="auto",
-    sampling="poisson",
-    solver="dp-sgd",
-    learning_rate="auto",
-    lr_schedule="constant",
-    l2=1e-4,
-    l1=0.0,
-    clip_norm="auto",
-    projection_radius=None,
-)
 
 
 def binary_data(n=600, d=5, seed=0):
@@ -169,93 +142,6 @@ def test_poisson_batch_size_hardly_changes_the_noise_against_the_signal(
     assert ratio[64] >= 0.997 * ratio[256]
 
 
-def test_auto_poisson_step_shrinks_only_at_small_n_times_epsilon():
-    # The "auto" Poisson step is 64 / (beta + alpha) unless the steps would
-    # travel further than travel * n * epsilon (in units of 1 / (beta +
-    # alpha)): a function of public inputs only (n, epsilon, the relation).
-    common = POISSON_PLAN
-    unit = 1.0 / (2.0**2 / 4.0 + 1e-4)  # 1 / (beta + alpha), binary, R = 2
-    # Batches of 256: 8 * n * 2 over 30 * n / 256 steps is above 64: the 64x
-    # step (with batches of 100 the cap binds at every epsilon, 8 * 100 / 15).
-    large = make_plan(n_samples=100_000, epsilon=2.0, **{**common, "batch_size": 256})
-    assert large.learning_rates[0] == pytest.approx(64 * unit)
-    # n = 1000, 10 batches x 30 epochs = 300 steps; 8 * 1000 * 0.1 = 800.
-    small = make_plan(n_samples=1000, epsilon=0.1, **common)
-    assert np.all(small.learning_rates == pytest.approx(800 / 300 * unit))
-    # Add/remove: half the sensitivity, four times the travel (measured).
-    added = make_plan(n_samples=1000, epsilon=0.1, neighbouring="add-remove", **common)
-    assert added.learning_rates[0] == pytest.approx(4 * small.learning_rates[0])
-    # A fixed noise multiplier (no target epsilon), cyclic batches, DP-SGLD
-    # and an explicit learning rate keep their steps.
-    fixed = make_plan(n_samples=1000, epsilon=None, **common)
-    assert fixed.learning_rates[0] == pytest.approx(64 * unit)
-    cyclic = make_plan(n_samples=1000, epsilon=0.1, **{**common, "sampling": "cyclic"})
-    assert cyclic.learning_rates[0] == pytest.approx(unit)
-    sgld = make_plan(n_samples=1000, epsilon=0.1, **{**common, "solver": "dp-sgld"})
-    assert sgld.learning_rates[0] == pytest.approx(64 * unit)
-    given = make_plan(n_samples=1000, epsilon=0.1, **{**common, "learning_rate": 3.0})
-    assert given.learning_rates[0] == 3.0
-
-
-def test_auto_poisson_clip_grows_only_when_the_noise_is_small():
-    # Relative noise z sqrt(p) / b: 0.05 of the bound at >= 0.2, 0.25 at
-    # <= 0.05, log-linear in between; the step shrinks by the same factor.
-    assert auto_clip_fraction(None) == 0.05
-    assert auto_clip_fraction(5.0) == auto_clip_fraction(0.2) == 0.05
-    assert auto_clip_fraction(0.05) == pytest.approx(0.25)
-    assert auto_clip_fraction(1e-6) == pytest.approx(0.25)
-    assert auto_clip_fraction(0.1) == pytest.approx(0.05 * 5**0.5)
-    common = {**POISSON_PLAN, "n_samples": 100_000, "epochs": 30, "epsilon": 2.0}
-    base = make_plan(**common)
-    # z sqrt(p) / b = 0.5 * sqrt(4) / 100 = 0.01: the largest clip (and, at
-    # z / b = 0.005, twice the step: auto_step_boost).
-    quiet = make_plan(noise_multiplier=0.5, n_params=4, **common)
-    assert quiet.clip_norm == pytest.approx(5 * base.clip_norm)
-    assert quiet.learning_rates[0] == pytest.approx(2 * base.learning_rates[0] / 5)
-    assert quiet.events(0.5) == base.events(0.5)
-    # Noisy (z sqrt(p) / b = 0.4), given clip, cyclic: unchanged.
-    noisy = make_plan(noise_multiplier=20.0, n_params=4, **common)
-    assert noisy.clip_norm == base.clip_norm
-    given = make_plan(noise_multiplier=0.5, n_params=4, **{**common, "clip_norm": 0.3})
-    assert given.clip_norm == 0.3
-    assert given.learning_rates[0] == base.learning_rates[0]
-    cyclic = {**common, "sampling": "cyclic"}
-    assert make_plan(noise_multiplier=0.5, n_params=4, **cyclic).clip_norm == (
-        make_plan(**cyclic).clip_norm
-    )
-
-
-def test_auto_poisson_step_grows_only_when_the_noise_per_coordinate_is_small():
-    # z / b (noise std on one coordinate of an averaged step over the clip
-    # norm): the "auto" step is multiplied by 1 at >= 0.017, 2 at <= 0.011,
-    # log-linear in between.
-    assert auto_step_boost(None) == 1.0
-    assert auto_step_boost(0.5) == auto_step_boost(0.017) == 1.0
-    assert auto_step_boost(0.011) == auto_step_boost(1e-9) == 2.0
-    assert auto_step_boost((0.017 * 0.011) ** 0.5) == pytest.approx(2**0.5)
-    common = {**POISSON_PLAN, "n_samples": 100_000, "epochs": 30, "epsilon": 2.0}
-    base = make_plan(**common)
-    # Noisy, z / b = 2.5 / 100: the step and clip of the plan without z.
-    noisy = make_plan(noise_multiplier=2.5, n_params=10_000, **common)
-    assert noisy.cache_key() == base.cache_key()
-    # z / b = 1.1 / 100 (rho = 1.1 > 0.2: clip unchanged): twice the step.
-    quiet = make_plan(noise_multiplier=1.1, n_params=10_000, **common)
-    assert quiet.clip_norm == base.clip_norm
-    assert quiet.learning_rates[0] == pytest.approx(2 * base.learning_rates[0])
-    assert quiet.events(1.1) == base.events(1.1)
-    # A given learning rate or clip, cyclic batches and DP-SGLD keep their
-    # steps.
-    for other in (
-        {"learning_rate": 3.0},
-        {"clip_norm": 0.3},
-        {"sampling": "cyclic"},
-        {"solver": "dp-sgld"},
-    ):
-        kwargs = {**common, **other}
-        tuned = make_plan(noise_multiplier=1.1, n_params=10_000, **kwargs)
-        assert tuned.cache_key() == make_plan(**kwargs).cache_key()
-
-
 def test_fit_uses_the_noise_dependent_clip():
     # A large budget: little noise, so the fit clips at more than 5% of the
     # bound; its spend is the one planned without data, and the same clip
@@ -300,7 +186,7 @@ def test_auto_epochs_depend_on_sampler_target_and_relation_only(
 ):
     X, y = binary_data()
     # Under add/remove the plan reads the released count: let it land on n.
-    monkeypatch.setattr(_logistic, "_released_size", lambda n, std, rng: n)
+    monkeypatch.setattr(_budget, "released_size", lambda n, std, rng: n)
     est = DPLogisticRegression(
         epsilon=epsilon,
         noise_multiplier=None if epsilon else 2.0,
@@ -472,67 +358,7 @@ def test_verbose_logs_one_line_per_epoch(caplog):
     assert len(lines) == 3
 
 
-@pytest.mark.parametrize("n_classes", [2, 3])
-@pytest.mark.parametrize("fit_intercept", [True, False])
-def test_clipped_gradient_sum_matches_per_example_loop(n_classes, fit_intercept):
-    from scipy.special import expit, softmax
-
-    from skdp._solvers._sgd import _clipped_gradient_sum
-
-    rng = np.random.default_rng(0)
-    Xb = rng.normal(size=(20, 4)) * 2
-    n_out = 1 if n_classes == 2 else n_classes
-    W = rng.normal(size=(4 + fit_intercept, n_out))
-    labels = rng.integers(n_classes, size=20)
-    Yb = labels[:, None].astype(float) if n_classes == 2 else np.eye(n_classes)[labels]
-    weights = rng.random(20)
-    feature_norm, clip = 1.5, 0.7
-    norms = np.linalg.norm(Xb, axis=1)
-    scale = np.minimum(1.0, feature_norm / norms)
-    full = (norms * scale) ** 2 + fit_intercept
-    problem = {
-        "binary": n_classes == 2,
-        "fit_intercept": fit_intercept,
-        "clip_norm": clip,
-        "weights": weights,
-    }
-    got = _clipped_gradient_sum(W, Xb, Yb, scale, np.sqrt(full), problem)
-    expected = np.zeros_like(W)
-    for i in range(20):
-        x = Xb[i] * scale[i]
-        if fit_intercept:
-            x = np.append(x, 1.0)
-        s = x @ W
-        p = expit(s) if n_classes == 2 else softmax(s)
-        g = weights[i] * np.outer(x, p - Yb[i])
-        expected += g * min(1.0, clip / np.linalg.norm(g))
-    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
-
-
 # --- temperature (calibration_share) ------------------------------------------
-
-
-@pytest.mark.parametrize("n_classes", [2, 3, 10])
-def test_temperature_row_contribution_within_its_bound(n_classes):
-    """One row's derivative vector never exceeds temperature_bound (privacy)."""
-    rng = np.random.default_rng(0)
-    n_out = 1 if n_classes == 2 else n_classes
-    bound = temperature_bound(n_classes)
-    largest = 0.0
-    for _ in range(300):
-        d = 4
-        W = rng.normal(0.0, rng.choice([0.1, 3.0, 100.0]), size=(d + 1, n_out))
-        x = rng.normal(size=(1, d))
-        code = np.array([rng.integers(n_classes)])
-        prior = rng.dirichlet(np.full(n_classes, rng.choice([0.05, 1.0])))
-        anchor = anchor_logits(np.log(np.maximum(prior, 1e-300)))
-        v = _temperature_derivatives(
-            x, code, W, anchor, row_norm=5.0, fit_intercept=True
-        )
-        # The sum over one row is that row's contribution.
-        largest = max(largest, np.linalg.norm(v))
-        assert np.linalg.norm(v) <= bound * (1 + 1e-12)
-    assert largest > 0.3 * bound  # the bound is not vacuous
 
 
 def test_temperature_budget_share_and_plan_equal_fit():
@@ -585,25 +411,3 @@ def test_temperature_improves_log_loss_on_noisy_labels():
         est.fit(X, y)
         losses[share] = log_loss(y_test, est.predict_proba(X_test))
     assert losses[0.1] < losses[0.0] - 0.01
-
-
-def test_temperature_stays_one_when_the_release_is_noise():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(50, 3))
-    codes = (rng.random(50) < 0.5).astype(int)
-    W = rng.normal(size=(4, 1))
-    anchor = np.array([0.3])
-    picks = [
-        fit_temperature(
-            X,
-            codes,
-            W,
-            anchor,
-            1e6 * temperature_bound(2),
-            row_norm=2.0,
-            fit_intercept=True,
-            rng=np.random.default_rng(seed),
-        )
-        for seed in range(200)
-    ]
-    assert np.mean(np.asarray(picks) == 1.0) > 0.9

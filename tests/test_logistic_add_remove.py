@@ -13,7 +13,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 from skdp.accounting import GaussianEvent, account
-from skdp.linear_model import DPLogisticRegression, _logistic
+from skdp.linear_model import DPLogisticRegression, _budget
 
 RELEASED = ("n_iter_", "noise_multiplier_", "max_grad_norm_", "learning_rate_")
 
@@ -52,10 +52,9 @@ def test_plan_is_a_function_of_the_released_count_only(monkeypatch, count, param
     # the plan read n itself (60 against 90 steps here, issue 21).
     X, y = _data()
     monkeypatch.setattr(
-        _logistic,
-        "_released_size",
+        _budget,
+        "released_size",
         lambda n, std, rng: max(1, round(count + 0.0 * rng.normal(0.0, std))),
-        raising=False,
     )
     small, large = (_fit(X, y, n, 7, **params) for n in (512, 513))
     assert _released(small) == _released(large)
@@ -82,17 +81,18 @@ def test_same_seed_neighbours_share_the_plan_without_any_patch():
 def test_released_count_is_the_accounted_gaussian():
     # The plan reads n + N(0, std^2), rounded (post-processing), with std the
     # noise whose exact Gaussian-DP spend is the count's share of the budget.
-    std, spent = _logistic._count_release(0.02, 0.02 * 1e-5)
+    release = _budget.count_release(0.02, 0.02 * 1e-5)
+    std, spent = release.std, release.spent
     assert spent.epsilon <= 0.02
     direct = account(
         GaussianEvent(std), 0.02 * 1e-5, neighbouring="add-remove", accountant="pld"
     )
     assert direct.epsilon == pytest.approx(spent.epsilon, rel=1e-9)
     rng = np.random.default_rng(0)
-    draws = np.array([_logistic._released_size(10_000, std, rng) for _ in range(4000)])
+    draws = np.array([_budget.released_size(10_000, std, rng) for _ in range(4000)])
     assert abs(draws.mean() - 10_000) < 4 * std / math.sqrt(draws.size)
     assert draws.std() == pytest.approx(std, rel=0.05)
-    assert _logistic._released_size(5, 1e6, np.random.default_rng(1)) >= 1
+    assert _budget.released_size(5, 1e6, np.random.default_rng(1)) >= 1
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
@@ -102,14 +102,14 @@ def test_spend_is_the_count_plus_the_training_target(monkeypatch, n_classes):
     # count: basic composition gives (epsilon, delta). The training's own
     # events at the released noise meet their share.
     X, y = _data(n=900, n_classes=n_classes)
-    monkeypatch.setattr(_logistic, "_released_size", lambda n, std, rng: 850)
+    monkeypatch.setattr(_budget, "released_size", lambda n, std, rng: 850)
     est = _fit(X, y, 900, 3)
     spent = est.privacy_spent_
     assert spent.neighbouring == "add-remove"
     assert spent.delta == 1e-5
     assert spent.epsilon == pytest.approx(1.0, abs=1e-12)
     assert "gaussian count" in spent.bound and "basic composition" in spent.bound
-    _, count = _logistic._count_release(0.02, 0.02 * 1e-5)
+    count = _budget.count_release(0.02, 0.02 * 1e-5).spent
     plan = est._plan(850, n_classes, 1e-5)
     training = account(
         plan.events(est.noise_multiplier_),
@@ -146,7 +146,7 @@ def test_a_count_far_from_n_still_runs_and_meets_the_target(monkeypatch):
     X, y = _data()
     for count in (1, 100_000):
         monkeypatch.setattr(
-            _logistic, "_released_size", lambda n, std, rng, count=count: count
+            _budget, "released_size", lambda n, std, rng, count=count: count
         )
         est = _fit(X, y, 513, 0, epochs=2)
         assert np.all(np.isfinite(est.coef_))

@@ -11,6 +11,7 @@ import numpy as np
 
 __all__ = [
     "feature_norm",
+    "loss_row_norm",
     "row_norms",
     "row_projection",
     "rounded_up_float32",
@@ -77,6 +78,19 @@ def row_norms(X, chunk=65536, exact=False):
 def rounded_up_float32(norms):
     """Norms stored as float32, rounded up (a norm is never understated)."""
     return np.nextafter(np.asarray(norms).astype(np.float32), np.inf)
+
+
+def loss_row_norm(row_norm, fit_intercept):
+    """Bound on the rows fed to the loss: ``row_norm`` with the intercept's column.
+
+    ``sqrt(row_norm^2 + 1)`` with an intercept (its column of ones),
+    ``row_norm`` without; None when no bound is declared.
+    """
+    if row_norm is None:
+        return None
+    if fit_intercept:
+        return math.sqrt(row_norm**2 + 1.0)
+    return float(row_norm)
 
 
 def feature_norm(row_norm, fit_intercept):

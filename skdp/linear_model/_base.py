@@ -1,11 +1,10 @@
 """Prediction methods shared by skdp's linear classifiers."""
 
-import math
-
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.utils.validation import check_is_fitted
 
+from .._solvers._rows import loss_row_norm
 from ..utils._sklearn import validate_data
 
 __all__ = ["LinearClassifierPredictMixin"]
@@ -14,23 +13,13 @@ __all__ = ["LinearClassifierPredictMixin"]
 class LinearClassifierPredictMixin:
     """``decision_function``, ``predict*`` from ``coef_``, ``intercept_``, ``classes_``.
 
-    Also the row-norm bound of rows with the intercept column, for estimators
-    with ``row_norm`` and ``fit_intercept`` parameters.
-
     Binary models hold ``coef_`` of shape ``(1, n_features)`` and score the
     positive class ``classes_[1]`` with a 1-d ``decision_function``.
     """
 
     def _effective_row_norm(self):
-        """Row-norm bound with the intercept's constant column appended.
-
-        None when no bound is declared (``row_norm=None``).
-        """
-        if self.row_norm is None:
-            return None
-        if self.fit_intercept:
-            return math.sqrt(self.row_norm**2 + 1.0)
-        return float(self.row_norm)
+        """Alias of :func:`~skdp._solvers._rows.loss_row_norm` (issue 24: moved)."""
+        return loss_row_norm(self.row_norm, self.fit_intercept)
 
     def decision_function(self, X):
         """Scores: 1-d for binary problems, ``(n, n_classes)`` otherwise."""

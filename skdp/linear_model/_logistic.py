@@ -1,180 +1,60 @@
 """DPLogisticRegression: logistic regression trained by DP-SGD or DP-SGLD."""
 
-import functools
-import math
-from collections import OrderedDict
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
-from .._solvers._sgd import make_plan, run_logistic_sgd, temperature_sensitivity
-from ..accounting import (
-    DEFAULT_ORDERS,
-    GaussianEvent,
-    PrivacySpent,
-    account,
-    calibrate_noise_multiplier,
+from .._base import PrivateFitMixin, resolve_delta
+from .._solvers._rows import loss_row_norm
+from .._solvers._sgd import (
+    DEFAULT_POLICY,
+    SGDPlan,
+    make_plan,
+    run_logistic_sgd,
+    schedule_run,
 )
+from ..accounting import account
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
     MAGNITUDE_LIMIT,
     check_add_remove_delta,
     check_sample_weight,
-    default_delta,
-    enable_progress,
     resolve_classes,
 )
+from . import _budget
 from ._base import LinearClassifierPredictMixin
 
 __all__ = ["DPLogisticRegression"]
 
-# Defaults chosen on the benchmarks of docs/benchmarks.md.
-# Batch size: 256 on every data set, small ones included (issue 6). Capping
-# the Poisson rate at a public ceiling, batch min(256, round(q_max * n)), was
-# measured and not adopted. Why it cannot buy noise: the calibrated noise
-# multipliers are large (z from 1.8 to 295 on breast cancer, 426 rows), where
-# the subsampled Gaussian over T = epochs / q steps is close to a Gaussian of
-# multiplier z / (q sqrt(T)), so the noise a run adds against its signal,
-# z / (b sqrt(T)), depends on n, epochs and epsilon but hardly on b: breast
-# cancer, batches 256 / 85 / 64 / 43 (q 0.6 to 0.1), within 3% at every
-# epsilon of the benchmark up to 4 and 7% at 8 (add/remove), and never more
-# than 0.3% in favour of the smaller batch; a full batch (q = 1) is level
-# too (tests/test_logistic.py). What
-# changes is the optimisation (more, shorter steps; the clip rule's
-# z sqrt(p) / b). benchmarks/bench_logistic.py,
-# configs rate-0.2 / rate-0.15 / rate-0.1, 50 seeds, sum of the six cells
-# (eps 0.1 to 8) against 256: breast cancer add/remove (delta n^-1.1)
-# -0.001 / +0.005 / -0.001 (up to 1.5 points better at 0.1, up to 0.4
-# worse at 0.5 to 4), replace-one +0.004 / +0.027 / -0.023 (up to 3.3 better
-# at 0.1 and 0.5, where the standard error of a mean is 1.6 / 0.6 points,
-# up to 0.9 worse from 1 to 8, where it is 0.1 to 0.4; test log-loss worse
-# from epsilon 1: 0.203 -> 0.270 at 2); twice the "auto" epochs on top
-# (q_max 0.2: +0.009 / +0.017) makes the same trade. Digits at q_max 0.15
-# (batch 202), 50 seeds: add/remove +0.009, replace-one -0.011 (every cell
-# within 0.7 points). The 5-seed gains that prompted the idea were mostly
-# seed noise (digits, replace-one: +0.063 on seeds 0-4).
-_DEFAULT_BATCH_SIZE = 256
-# Share of epsilon for the probability floor (private prior and a private
-# point on the path from it to the model): 0.2 keeps the panel's test
-# log-loss at or below the class prior's on more tables than 0.1
-# (docs/benchmarks.md, "The probability floor").
-_AUTO_CALIBRATION_SHARE = 0.2
-# Under add/remove n is private: a Gaussian count of the rows is released
-# first with this share of epsilon and of delta, and the plan is set from it
-# (docs/benchmarks.md, "Add/remove without reading n").
-_COUNT_SHARE = 0.02
-# Cyclic and shuffled batches set their "auto" step, clip and last-iterate
-# bound from a row bound; without a declared one they keep the unit ball of
-# earlier releases (documented under ``row_norm``; docs/logistic.md).
-_CYCLIC_ROW_NORM = 1.0
+
+@dataclass(frozen=True)
+class _FitData:
+    """A fit's validated inputs."""
+
+    X: np.ndarray
+    codes: np.ndarray
+    classes: np.ndarray
+    sample_weight: np.ndarray | None
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+    def n_params(self, fit_intercept):
+        """Number of coefficients of the model (one output for two classes)."""
+        n_out = 1 if self.classes.size == 2 else self.classes.size
+        return (self.X.shape[1] + int(fit_intercept)) * n_out
 
 
-_CALIBRATION_CACHE = OrderedDict()
-_CALIBRATION_CACHE_SIZE = 256
+@dataclass(frozen=True)
+class _FitPlan:
+    """A fit's public plan: the solver's plan and the budget it runs on."""
 
-
-def _calibrate(plan, epsilon, delta, neighbouring):
-    """Calibrated noise and spend of ``plan``, cached.
-
-    A pure function of public inputs that every fit of a search or an audit
-    would otherwise recompute.
-    """
-    key = (plan.cache_key(), float(epsilon), float(delta), neighbouring)
-    if key not in _CALIBRATION_CACHE:
-        _CALIBRATION_CACHE[key] = calibrate_noise_multiplier(
-            plan.events, epsilon, delta, neighbouring=neighbouring, accountant="pld"
-        )
-        if len(_CALIBRATION_CACHE) > _CALIBRATION_CACHE_SIZE:
-            _CALIBRATION_CACHE.popitem(last=False)
-    _CALIBRATION_CACHE.move_to_end(key)
-    return _CALIBRATION_CACHE[key]
-
-
-# A small share of a small epsilon puts the best order of a lone Gaussian past
-# DEFAULT_ORDERS; the share is set on a wider grid (the whole run is still
-# accounted, and calibrated, on the default one).
-_WIDE_ORDERS = np.concatenate([DEFAULT_ORDERS, 2.0 ** np.arange(11, 21)])
-
-
-@functools.lru_cache(maxsize=256)
-def _calibration_noise(epsilon, delta, neighbouring):
-    """Noise of the temperature release spending ``epsilon`` alone.
-
-    In units of the bound on one row's contribution, whose sensitivity is 2
-    of them under replace-one and 1 under add/remove. Measured by exact
-    Gaussian DP under add/remove and by Rényi DP under replace-one (as
-    before the tight accountants: the share is a convention, and either way
-    the whole run is calibrated to ``epsilon``).
-    """
-    sensitivity = temperature_sensitivity(neighbouring)
-    z, _ = calibrate_noise_multiplier(
-        lambda z: [GaussianEvent(z)],
-        epsilon,
-        delta,
-        neighbouring=neighbouring,
-        orders=_WIDE_ORDERS,
-        accountant="pld" if neighbouring == "add-remove" else "rdp",
-    )
-    return z * sensitivity
-
-
-@functools.lru_cache(maxsize=256)
-def _count_release(epsilon, delta):
-    """Noise std and spend of the add/remove count of rows at ``(epsilon, delta)``.
-
-    A Gaussian mechanism of sensitivity 1 (one row added or removed), its
-    noise the smallest that meets ``(epsilon, delta)`` by exact Gaussian DP
-    (bracketed on the wide order grid: the share is a small epsilon).
-    """
-    return calibrate_noise_multiplier(
-        lambda z: [GaussianEvent(z)],
-        epsilon,
-        delta,
-        neighbouring="add-remove",
-        orders=_WIDE_ORDERS,
-        accountant="pld",
-    )
-
-
-def _released_size(n_samples, std, rng):
-    """The size the plan reads under add/remove: the rounded noisy count, >= 1."""
-    return max(1, int(round(n_samples + rng.normal(0.0, std))))
-
-
-def _basic_composition(count, training, training_epsilon, delta):
-    """Spend of the count release followed by a run planned from its output.
-
-    The run's privacy events (sampling rate, steps, noise) are chosen from the
-    released count, so the tight accountants, which compose events fixed in
-    advance, do not apply across the two parts. Each part has fixed
-    parameters, though: the count is ``(count.epsilon, count.delta)``-DP and,
-    whatever count is released, the run is calibrated to be
-    ``(training_epsilon, delta - count.delta)``-DP. Basic composition holds for
-    mechanisms chosen adaptively within these fixed parameters (Dwork,
-    Rothblum and Vadhan 2010, "Boosting and differential privacy", k-fold
-    adaptive composition; Dwork and Roth 2014, Theorem 3.16 and Section
-    3.5.2), so the total is the sum of the two pairs. It is stated at the
-    run's target, which bounds the run's spend for every released count.
-
-    No Rényi curve is known to bound the whole (the run's curve changes with
-    the count): ``rdp`` is infinite and no events are kept, so
-    :meth:`~skdp.accounting.PrivacySpent.at_delta` and
-    :func:`~skdp.accounting.compose_spent` give infinity rather than a number
-    they cannot justify.
-    """
-    return PrivacySpent(
-        epsilon=float(count.epsilon + training_epsilon),
-        delta=float(delta),
-        accountant=training.accountant,
-        bound=f"gaussian count + {training.bound} (basic composition)",
-        neighbouring="add-remove",
-        order=math.nan,
-        orders=training.orders,
-        rdp=(math.inf,) * len(training.orders),
-    )
+    run: SGDPlan
+    budget: _budget.Budget
 
 
 def _encode_labels(y, classes, chunk=1 << 20):
@@ -186,7 +66,7 @@ def _encode_labels(y, classes, chunk=1 << 20):
 
 
 class DPLogisticRegression(
-    LinearClassifierPredictMixin, ClassifierMixin, BaseEstimator
+    PrivateFitMixin, LinearClassifierPredictMixin, ClassifierMixin, BaseEstimator
 ):
     """Logistic regression with differential privacy, by DP-SGD or DP-SGLD.
 
@@ -225,9 +105,9 @@ class DPLogisticRegression(
         Passes over the data. ``"auto"``: for Poisson batches 30, or
         ``15 * epsilon`` (``30 * epsilon`` under add/remove, whose noise is
         smaller at the same epsilon; at most 120) when that is more (a larger
-        budget buys more steps at the same noise); 10 for cyclic and shuffled batches
-        (whose last-iterate bound grows with every pass). Measured in
-        docs/benchmarks.md.
+        budget buys more steps at the same noise); 10 for cyclic and shuffled
+        batches (whose last-iterate bound grows with every pass)
+        (docs/benchmarks.md, "DPLogisticRegression accuracy").
     learning_rate : float in (0, 1e30] or "auto", default="auto"
         ``"auto"``: ``1 / (beta + alpha)`` with ``beta`` the smoothness of the
         loss on rows of norm ``row_norm`` (every step non-expansive) for cyclic
@@ -237,19 +117,17 @@ class DPLogisticRegression(
         under add/remove (8 under replace-one), i.e. below epsilon 0.23
         (add/remove) or 0.94 (replace-one) with the default batch and
         epochs: with little budget the noise dominates the steps, and
-        shorter steps averaged over the tail win (digits, add/remove at
-        epsilon 0.1: 0.379 -> 0.453 test accuracy; measured in
-        docs/benchmarks.md). With the "auto" clip, the Poisson step is
-        doubled once the calibrated noise per coordinate is small, ``z / b``
-        from 0.017 down to 0.011 (``b`` the batch size): the run is then
-        limited by optimisation rather than noise (digits, add/remove at
-        epsilon 8: 0.950 -> 0.955; no change on breast cancer or Adult). The
-        travel cap and the doubling apply to ``solver="dp-sgd"`` only
-        (DP-SGLD keeps 64 times the unit step). Poisson without
-        ``row_norm``: ``2 / max_grad_norm``, lowered with a target epsilon
-        below ``epsilon * batch_size / epochs * 3 / 16`` times it (replace-one;
-        ``8 / 16`` under add/remove), the same travel cap with its own
-        constants (docs/benchmarks.md, "Defaults chosen on the panel").
+        shorter steps averaged over the tail win. With the "auto" clip, the
+        Poisson step is doubled once the calibrated noise per coordinate is
+        small, ``z / b`` from 0.017 down to 0.011 (``b`` the batch size): the
+        run is then limited by optimisation rather than noise. The travel
+        cap and the doubling apply to ``solver="dp-sgd"`` only (DP-SGLD
+        keeps 64 times the unit step). Poisson without ``row_norm``: ``2 /
+        max_grad_norm``, lowered with a target epsilon below ``epsilon *
+        batch_size / epochs * 3 / 16`` times it (replace-one; ``8 / 16``
+        under add/remove), the same travel cap with its own constants
+        (docs/benchmarks.md, "DPLogisticRegression accuracy" and "Defaults
+        chosen on the panel").
     lr_schedule : {"constant", "decreasing"}, default="constant"
         ``"decreasing"``: ``learning_rate / (1 + epoch)``.
     alpha : float, default=1e-4
@@ -264,12 +142,12 @@ class DPLogisticRegression(
         could overflow the run. ``None``: no bound and no projection; with
         Poisson batches per-example clipping alone bounds each step's
         sensitivity, and the "auto" clip and step do not depend on the scale
-        of the rows (the default: no geometric parameter to guess, at least
-        as accurate as the schema's bound on the panel; docs/benchmarks.md,
-        "Defaults chosen on the panel"). Cyclic and shuffled batches set their
-        "auto" step, clip and last-iterate bound from a row bound: without
-        one they project rows onto the unit ball (``row_norm=1.0``), as in
-        earlier releases. ``SchemaEncoder``'s ``row_norm_`` is a valid bound.
+        of the rows (the default: no geometric parameter to guess;
+        docs/benchmarks.md, "Defaults chosen on the panel"). Cyclic and
+        shuffled batches set their "auto" step, clip and last-iterate bound
+        from a row bound: without one they project rows onto the unit ball
+        (``row_norm=1.0``), as in earlier releases. ``SchemaEncoder``'s
+        ``row_norm_`` is a valid bound.
     max_grad_norm : float in (0, 1e30] or "auto", default="auto"
         Per-example gradient clip norm. ``"auto"``, cyclic and shuffled: the
         largest gradient norm possible on rows of norm ``row_norm``, so clipping
@@ -279,8 +157,8 @@ class DPLogisticRegression(
         calibrated noise is small against the clipped step (``z sqrt(p) / b``
         from 0.2 down to 0.05, ``p`` coefficients, batch ``b``), with the
         "auto" step shrunk by the same factor: less clipping bias once the
-        budget allows it (Adult with bins at epsilon 8: 0.855 -> 0.859;
-        measured in docs/benchmarks.md). The rise to 25% is for
+        budget allows it (docs/benchmarks.md, "DPLogisticRegression
+        accuracy"). The rise to 25% is for
         ``solver="dp-sgd"`` only (DP-SGLD keeps 5%). Poisson without
         ``row_norm``: 1, whatever the scale of the rows (docs/benchmarks.md,
         "Defaults chosen on the panel").
@@ -381,9 +259,8 @@ class DPLogisticRegression(
     bound, both as a Rényi curve (under replace-one via the weak triangle
     inequality) and as a numerical privacy loss distribution
     (``accountant="pld"``; under replace-one through the data set without
-    the record: remove, then add), the smaller reported: the PLD gives
-    7-16% smaller epsilons at the same noise on the benchmarks' settings
-    (Opacus's default accountant is of this kind, add/remove only). Budget
+    the record: remove, then add), the smaller reported (Opacus's default
+    accountant is of this kind, add/remove only). Budget
     split: the probability floor's release (``calibration_share``, by default
     a fifth of ``epsilon`` measured alone) is a Gaussian mechanism on sums of
     per-row vectors of bounded norm; the training noise is then calibrated so
@@ -434,6 +311,9 @@ class DPLogisticRegression(
         "verbose": ["verbose"],
     }
 
+    # The constants of the "auto" rules (benchmarks compare variants).
+    _policy = DEFAULT_POLICY
+
     def __init__(
         self,
         *,
@@ -442,11 +322,11 @@ class DPLogisticRegression(
         noise_multiplier=None,
         solver="dp-sgd",
         batch_sampling="poisson",
-        batch_size=_DEFAULT_BATCH_SIZE,
+        batch_size=DEFAULT_POLICY.batch_size,
         epochs="auto",
         learning_rate="auto",
         lr_schedule="constant",
-        alpha=1e-4,
+        alpha=DEFAULT_POLICY.alpha,
         l1_ratio=0.0,
         row_norm=None,
         max_grad_norm="auto",
@@ -509,60 +389,35 @@ class DPLogisticRegression(
     def _row_norm(self):
         """The row bound the run uses: ``row_norm``, None (Poisson: no bound)."""
         if self.row_norm is None and self.batch_sampling != "poisson":
-            return _CYCLIC_ROW_NORM
+            return self._policy.cyclic_row_norm
         return self.row_norm
 
-    def _effective_row_norm(self):
-        """:meth:`_row_norm` with the intercept's column; None without a bound."""
-        row_norm = self._row_norm()
-        if row_norm is None:
-            return None
-        if self.fit_intercept:
-            return math.sqrt(row_norm**2 + 1.0)
-        return float(row_norm)
+    def _loss_row_norm(self):
+        """Bound on the rows fed to the loss (intercept's column included), or None."""
+        return loss_row_norm(self._row_norm(), self.fit_intercept)
 
     def _calibration_share(self):
         if self.calibration_share == "auto":
-            return 0.0 if self.epsilon is None else _AUTO_CALIBRATION_SHARE
+            return 0.0 if self.epsilon is None else self._policy.calibration_share
         return float(self.calibration_share)
 
-    def _resolved_delta(self, n_samples):
-        return default_delta(n_samples) if self.delta is None else self.delta
+    def _plan(self, n_samples, n_classes, delta=None):
+        """The solver's public plan of a run on ``n_samples`` rows (:func:`make_plan`).
 
-    def _budget(self, delta):
-        """The training's target ``(epsilon, delta)`` and the count release.
-
-        Replace-one: the whole budget, no count (``n`` is public). Add/remove:
-        ``_COUNT_SHARE`` of epsilon and of delta to a Gaussian count of the
-        rows (``(noise std, spend)``), the rest to the training.
+        ``delta`` None: the default for ``n_samples`` rows. The probability
+        floor's noise is set by its share of ``epsilon`` at ``delta``.
         """
-        if self.neighbouring != "add-remove":
-            return self.epsilon, delta, None
-        std, count = _count_release(_COUNT_SHARE * self.epsilon, _COUNT_SHARE * delta)
-        return self.epsilon - count.epsilon, delta - count.delta, (std, count)
-
-    def _plan(
-        self, n_samples, n_classes, delta=None, noise_multiplier=None, n_params=None
-    ):
-        """The public plan of a fit (see :func:`make_plan`).
-
-        ``noise_multiplier`` and ``n_params``, once the noise is calibrated,
-        resolve the "auto" clip and step of a Poisson run; they never change
-        the plan's privacy events.
-        """
-        row_norm = self._effective_row_norm()
-        calibration_noise = None
+        delta = resolve_delta(self.delta, n_samples) if delta is None else delta
         share = self._calibration_share()
+        floor_noise = None
         if share > 0:
-            calibration_noise = _calibration_noise(
-                share * self.epsilon,
-                self._resolved_delta(n_samples) if delta is None else delta,
-                self.neighbouring,
+            floor_noise = _budget.floor_noise(
+                share * self.epsilon, delta, self.neighbouring
             )
         return make_plan(
             n_samples=n_samples,
             n_classes=n_classes,
-            row_norm=row_norm,
+            row_norm=self._loss_row_norm(),
             batch_size=self.batch_size,
             epochs=self.epochs,
             sampling=self.batch_sampling,
@@ -575,10 +430,9 @@ class DPLogisticRegression(
             projection_radius=self.projection_radius,
             tail_fraction=self.tail_fraction,
             epsilon=self.epsilon,
-            calibration_noise=calibration_noise,
+            calibration_noise=floor_noise,
             neighbouring=self.neighbouring,
-            noise_multiplier=noise_multiplier,
-            n_params=n_params,
+            policy=self._policy,
         )
 
     def privacy_plan(self, n_samples, n_classes=None):
@@ -608,31 +462,13 @@ class DPLogisticRegression(
             n_classes = 2 if self.classes is None else np.unique(self.classes).size
         if n_samples < 1 or n_classes < 2:
             raise ValueError("n_samples must be >= 1 and n_classes >= 2.")
-        _, z, spent, delta = self._planned_run(int(n_samples), int(n_classes))
-        return z, spent, delta
-
-    def _planned_run(self, n_samples, n_classes):
-        """The public plan of a run, its noise multiplier, spend and delta.
-
-        ``n_samples`` is the size the plan reads: the number of rows under
-        replace-one, the released count under add/remove.
-        """
-        delta = self._resolved_delta(n_samples)
-        epsilon, training_delta, count = self._budget(delta)
-        plan = self._plan(n_samples, n_classes, delta)
-        if self.epsilon is None:
-            z = float(self.noise_multiplier)
-            spent = account(
-                plan.events(z),
-                delta,
-                neighbouring=self.neighbouring,
-                accountant="pld",
-            )
+        plan = self._fit_plan(int(n_samples), int(n_classes))
+        noise_multiplier = self._calibrate(plan)
+        if plan.budget.epsilon is None:
+            run_spent = self._run_spend(plan, plan.run.events(noise_multiplier))
         else:
-            z, spent = _calibrate(plan, epsilon, training_delta, self.neighbouring)
-        if count is not None:
-            spent = _basic_composition(count[1], spent, epsilon, delta)
-        return plan, z, spent, delta
+            run_spent = self._calibration(plan)[1]
+        return noise_multiplier, plan.budget.spend(run_spent), plan.budget.delta
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -651,6 +487,10 @@ class DPLogisticRegression(
         -------
         self : DPLogisticRegression
         """
+        return self._fit_private(self._validated(X, y, sample_weight))
+
+    def _validated(self, X, y, sample_weight):
+        """The fit's inputs, checked against their public bounds."""
         self._check_settings()
         X, y = validate_data(
             self, X, y, dtype=[np.float64, np.float32], copy=False, y_numeric=False
@@ -658,56 +498,83 @@ class DPLogisticRegression(
         check_classification_targets(y)
         weights = check_sample_weight(sample_weight, X.shape[0])
         classes = resolve_classes(y, self.classes, "DPLogisticRegression")
-        rng = np.random.default_rng(
-            check_random_state(self.random_state).randint(2**31)
+        return _FitData(X, _encode_labels(y, classes), classes, weights)
+
+    # The steps of the private fit (skdp._base.PrivateFitMixin).
+
+    def _plan_fit(self, data, rng):
+        return self._fit_plan(data.n_samples, data.classes.size, rng)
+
+    def _fit_plan(self, n_samples, n_classes, rng=None):
+        """The public plan of a fit on ``n_samples`` rows, and its budget.
+
+        Under add/remove ``n`` is private: a count of the rows is released
+        with ``rng`` first, and the plan reads it. ``rng`` None (as in
+        :meth:`privacy_plan`): the released count is ``n_samples``.
+        """
+        budget = _budget.split_budget(
+            self.epsilon,
+            resolve_delta(self.delta, n_samples),
+            self.neighbouring,
+            self._policy.count_share,
         )
-        epsilon, training_delta, count = self._budget(self._resolved_delta(len(y)))
-        # Under add/remove n is private: the plan reads the released count.
-        size = X.shape[0] if count is None else _released_size(len(y), count[0], rng)
-        plan, z, _, delta = self._planned_run(size, classes.size)
-        if plan.sampling == "poisson" and plan.solver == "dp-sgd":
-            # The "auto" clip and step follow the calibrated noise; the events
-            # (rate, steps, noise multiplier) do not depend on them.
-            n_out = 1 if classes.size == 2 else classes.size
-            tuned = self._plan(
-                size,
-                classes.size,
-                delta,
-                noise_multiplier=z,
-                n_params=(X.shape[1] + int(self.fit_intercept)) * n_out,
-            )
-            if tuned.events(z) != plan.events(z):
-                raise RuntimeError("Internal error: the tuned plan changed the events.")
-            plan = tuned
-        codes = _encode_labels(y, classes)
-        with enable_progress(self.verbose):
-            W, events = run_logistic_sgd(
-                X,
-                codes,
-                plan,
-                z,
-                row_norm=self._effective_row_norm(),
-                fit_intercept=self.fit_intercept,
-                rng=rng,
-                sample_weight=weights,
-                verbose=self.verbose,
-            )
-        spent = account(
-            events, training_delta, neighbouring=self.neighbouring, accountant="pld"
+        if budget.count is not None and rng is not None:
+            n_samples = _budget.released_size(n_samples, budget.count.std, rng)
+        return _FitPlan(self._plan(n_samples, n_classes, budget.delta), budget)
+
+    def _calibrate(self, plan):
+        if plan.budget.epsilon is None:
+            return float(self.noise_multiplier)
+        return self._calibration(plan)[0]
+
+    def _calibration(self, plan):
+        """The run's noise multiplier at its target and the spend it plans."""
+        budget = plan.budget
+        return _budget.calibrate_run(
+            plan.run, budget.epsilon, budget.run_delta, self.neighbouring
         )
-        if spent.epsilon > (epsilon or math.inf) * (1 + 1e-9):
-            raise RuntimeError("Internal error: the run spent more than its target.")
-        if count is not None:
-            spent = _basic_composition(count[1], spent, epsilon, delta)
+
+    def _schedule(self, plan, noise_multiplier, data):
+        n_params = data.n_params(self.fit_intercept)
+        return schedule_run(plan.run, noise_multiplier, n_params, self._policy)
+
+    def _run(self, schedule, noise_multiplier, data, rng):
+        return run_logistic_sgd(
+            data.X,
+            data.codes,
+            schedule.plan,
+            noise_multiplier,
+            steps=schedule.steps,
+            row_norm=self._loss_row_norm(),
+            fit_intercept=self.fit_intercept,
+            rng=rng,
+            sample_weight=data.sample_weight,
+            verbose=self.verbose,
+            policy=self._policy,
+        )
+
+    def _account(self, plan, result):
+        return plan.budget.spend(self._run_spend(plan, result.events))
+
+    def _run_spend(self, plan, events):
+        """The spend of the run's ``events`` alone (the count's not included)."""
+        return account(
+            events,
+            plan.budget.run_delta,
+            neighbouring=self.neighbouring,
+            accountant="pld",
+        )
+
+    def _set_fitted(self, data, plan, noise_multiplier, result, spent, rng):
+        W = result.weights
         if self.fit_intercept:
             self.coef_, self.intercept_ = W[:-1].T.copy(), W[-1].copy()
         else:
             self.coef_, self.intercept_ = W.T.copy(), np.zeros(W.shape[1])
-        self.classes_ = classes
-        self.n_iter_ = plan.n_steps
-        self.noise_multiplier_ = z
-        self.max_grad_norm_ = plan.clip_norm
-        self.learning_rate_ = float(plan.learning_rates[0])
-        self.delta_ = delta
+        self.classes_ = data.classes
+        self.n_iter_ = plan.run.n_steps
+        self.noise_multiplier_ = noise_multiplier
+        self.max_grad_norm_ = result.steps.clip_norm
+        self.learning_rate_ = float(result.steps.learning_rates[0])
+        self.delta_ = plan.budget.delta
         self.privacy_spent_ = spent
-        return self

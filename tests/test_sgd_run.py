@@ -1,11 +1,11 @@
 """The tuned DP-SGD step loop against a plain reference loop, bit for bit.
 
-``run_logistic_sgd`` hoists lookups out of its loop, works in place and
-gathers a per-row table for Poisson batches; none of that may change a single
-bit of the fitted model. The reference below is the straightforward loop (one
-fresh array per operation, the formulas as written in the docstrings, the
-Poisson batch drawn chunk by chunk with ``np.cumsum``), run on the same plan
-and seed.
+``run_logistic_sgd`` (``skdp/_solvers/_sgd/_run.py``) hoists lookups out of
+its loop, works in place and looks up a record per row for Poisson batches;
+none of that may change a single bit of the fitted model. The reference below
+is the straightforward loop (one fresh array per operation, the formulas as
+written in the docstrings, the Poisson batch drawn chunk by chunk with
+``np.cumsum``), run on the same plan and seed.
 """
 
 import numpy as np
@@ -13,7 +13,8 @@ import pytest
 from scipy.special import expit, softmax
 
 from skdp._solvers._rows import row_norms, row_projection
-from skdp._solvers._sgd import _secret_order, make_plan, run_logistic_sgd
+from skdp._solvers._sgd import make_plan, run_logistic_sgd
+from skdp._solvers._sgd._batches import secret_order
 
 
 def _reference_poisson_batch(n, q, rng):
@@ -54,7 +55,7 @@ def _reference_run(X, codes, plan, z, row_norm, fit_intercept, rng, sample_weigh
     binary = plan.n_classes == 2
     d = X.shape[1] + int(fit_intercept)
     W = np.zeros((d, 1 if binary else plan.n_classes))
-    order = _secret_order(plan, rng)
+    order = secret_order(plan, rng)
     if order is not None and not isinstance(X, np.memmap):
         X, codes = X[order], codes[order]
         if sample_weight is not None:
@@ -144,7 +145,7 @@ def test_run_matches_reference_loop(
         projection_radius=0.5 if n_classes == 3 else None,
         tail_fraction=0.3,
     )
-    got, _ = run_logistic_sgd(
+    got = run_logistic_sgd(
         X,
         codes,
         plan,
@@ -153,7 +154,7 @@ def test_run_matches_reference_loop(
         fit_intercept=fit_intercept,
         rng=np.random.default_rng(3),
         sample_weight=sample_weight,
-    )
+    ).weights
     expected = _reference_run(
         X, codes, plan, 0.8, 1.5, fit_intercept, np.random.default_rng(3), sample_weight
     )

@@ -1,0 +1,270 @@
+"""Which rows each step reads, and reading them.
+
+The batches of a run (:func:`batch_indices`: Poisson draws, or a cyclic
+partition of the rows in their order or in a secret one) and the rows of
+each batch, projected onto the public ball and ready for the gradient
+(:func:`training_rows`).
+"""
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._rows import feature_norm, row_norms, row_projection, tame_rows
+
+__all__ = [
+    "Batch",
+    "batch_indices",
+    "poisson_batch",
+    "secret_order",
+    "training_rows",
+]
+
+
+def secret_order(plan, rng):
+    """The secret permutation of a shuffled run (drawn once, kept every epoch)."""
+    if plan.sampling != "shuffle":
+        return None
+    n = plan.n_samples
+    order = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    rng.shuffle(order)
+    return order
+
+
+def poisson_batch(n, q, rng):
+    """Rows of one Poisson batch: each of ``n`` rows in it with probability ``q``.
+
+    Drawn as a renewal process: the gaps between successive chosen rows are
+    independent Geometric(q) variables, which gives exactly the independent
+    Bernoulli(q) inclusions the subsampled-Gaussian accountant assumes, in
+    O(nq) time and already sorted (no draw of the batch size, no sort), so
+    the gather that follows reads memory in increasing order.
+
+    Parameters
+    ----------
+    n : int
+    q : float in (0, 1]
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    rows : ndarray of int64, increasing, values in [0, n)
+    """
+    expected = n * q
+    # A chunk of gaps holds 6 standard deviations more than the expected
+    # batch, so one chunk nearly always covers the n rows; more are drawn
+    # (same size, same stream) until one does. ``math.sqrt`` rather than
+    # ``np.sqrt``: the same correctly rounded value without a numpy call.
+    chunk = int(expected + 6.0 * math.sqrt(expected) + 16)
+    rows = rng.geometric(q, size=chunk).cumsum()
+    rows -= 1  # positions of the chosen rows: the first gap counts from -1
+    last = int(rows[-1])
+    if last < n:
+        parts = [rows]
+        while last < n:
+            positions = last + rng.geometric(q, size=chunk).cumsum()
+            last = int(positions[-1])
+            parts.append(positions)
+        rows = np.concatenate(parts)
+    return rows[: rows.searchsorted(n)]
+
+
+def batch_indices(plan, rng, order, n_rows):
+    """Yield ``(step, rows)`` for every step: an index array or a slice.
+
+    ``order`` is the secret permutation of a shuffled run whose data were not
+    permuted up front (a memmap), else None: batches are then contiguous.
+    Poisson batches draw each of the ``n_rows`` rows at the plan's rate,
+    which under add/remove is set from a released count, not from
+    ``n_rows``. Lazy: a Poisson batch is drawn when its step comes.
+    """
+    if plan.sampling == "poisson":
+        q = plan.batch_sizes[0] / plan.n_samples
+        for step in range(plan.n_steps):
+            yield step, poisson_batch(n_rows, q, rng)
+        return
+    bounds = np.concatenate([[0], np.cumsum(plan.batch_sizes)])
+    for epoch in range(plan.epochs):
+        for j in range(len(plan.batch_sizes)):
+            step = epoch * len(plan.batch_sizes) + j
+            if order is None:
+                yield step, slice(bounds[j], bounds[j + 1])
+            else:
+                yield step, np.sort(order[bounds[j] : bounds[j + 1]])
+
+
+class Batch(NamedTuple):
+    """The rows of one step, ready for the gradient.
+
+    Attributes
+    ----------
+    rows : ndarray of shape (b, n_features)
+        float64, unprojected (the projection is ``scale``).
+    targets : ndarray of shape (b, n_outputs)
+        The label (binary) or its one-hot row.
+    scale : ndarray of shape (b,)
+        ``min(1, feature_norm / ||x_i||)`` (see
+        :func:`~skdp._solvers._rows.row_projection`).
+    norm : ndarray of shape (b,)
+        Norm of each projected row, intercept included.
+    weights : ndarray of shape (b,) or None
+    """
+
+    rows: np.ndarray
+    targets: np.ndarray
+    scale: np.ndarray
+    norm: np.ndarray
+    weights: np.ndarray | None
+
+
+class _RowGather:
+    """Gathers ``X[rows]`` as float64 into one buffer reused across batches.
+
+    Fancy indexing ``X[rows]`` allocates a fresh array for every batch, and
+    faulting that memory in costs several times the copy itself
+    (docs/benchmarks.md, "DP-SGD epoch speed"). The rows come from
+    :func:`poisson_batch` or a secret order, so they are in range and the
+    bounds check is skipped.
+    """
+
+    def __init__(self):
+        self._buffer = None
+
+    def take(self, X, rows):
+        """``X[rows]`` as float64.
+
+        A view of the buffer when ``X`` is float64 (overwritten by the next
+        call), else a float64 copy.
+        """
+        k = len(rows)
+        if self._buffer is None or self._buffer.shape[0] < k:
+            self._buffer = np.empty((int(1.25 * k) + 16, X.shape[1]), dtype=X.dtype)
+        # The method rather than ``np.take``: one Python wrapper less per step.
+        block = X.take(rows, axis=0, out=self._buffer[:k], mode="clip")
+        return block if block.dtype == np.float64 else block.astype(float)
+
+
+class _Rows:
+    """The rows a run reads, in the order its batches index them.
+
+    Attributes
+    ----------
+    X : ndarray or memmap of shape (n_rows, n_features)
+    codes : ndarray of int, shape (n_rows,)
+    order : ndarray of int or None
+        The secret order batches still go through (a shuffled memmap).
+    """
+
+    def __init__(self, X, codes, sample_weight, order, n_classes, fit_intercept):
+        self.X, self.codes, self.order = X, codes, order
+        self.sample_weight = sample_weight
+        self.binary = n_classes == 2
+        self.one_hot = np.eye(n_classes)
+        self.fit_intercept = fit_intercept
+        self._gather = _RowGather()
+
+    @property
+    def n_rows(self):
+        return self.X.shape[0]
+
+    def _features(self, index):
+        """The batch's rows as float64: a slice, or gathered."""
+        if isinstance(index, slice):
+            return np.asarray(self.X[index], dtype=float)
+        return self._gather.take(self.X, index)
+
+
+class _ProjectedAsRead(_Rows):
+    """Rows projected batch by batch, their norms taken while they sit in cache."""
+
+    def __init__(self, *args, row_norm, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.row_norm = row_norm
+        self.radius = feature_norm(row_norm, self.fit_intercept)
+
+    def batch(self, index):
+        """The :class:`Batch` of the rows ``index`` (index array or slice)."""
+        rows = self._features(index)
+        labels = self.codes[index]
+        # Exact float64 norms for the projection, with no separate pass.
+        raw = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+        rows, raw = tame_rows(rows, raw, self.radius)
+        scale, norm = row_projection(raw, self.row_norm, self.fit_intercept)
+        targets = labels[:, None].astype(float) if self.binary else self.one_hot[labels]
+        weights = None if self.sample_weight is None else self.sample_weight[index]
+        return Batch(rows, targets, scale, norm, weights)
+
+
+class _ProjectedOnce(_Rows):
+    """Rows whose projection, label and weight are looked up, computed once.
+
+    A Poisson run visits each row about once per epoch through a gather; the
+    projection of every row, computed once (float64, one pass) and stored
+    beside its label and weight as one record per row, is then one small
+    lookup per step instead of a norm, a projection and more gathers. Four
+    columns (32 bytes a row, the weight column unused without weights):
+    numpy gathers 32-byte items faster than 24-byte ones (docs/benchmarks.md,
+    "DP-SGD epoch speed").
+    """
+
+    def __init__(
+        self, X, codes, sample_weight, order, n_classes, fit_intercept, *, row_norm
+    ):
+        raw = row_norms(X, exact=True)
+        X, raw = tame_rows(X, raw, feature_norm(row_norm, fit_intercept))
+        super().__init__(X, codes, sample_weight, order, n_classes, fit_intercept)
+        weight = np.zeros(X.shape[0]) if sample_weight is None else sample_weight
+        self.records = np.column_stack(
+            [*row_projection(raw, row_norm, fit_intercept), codes, weight]
+        )
+
+    def batch(self, index):
+        """The :class:`Batch` of the rows ``index`` (an index array)."""
+        rows = self._features(index)
+        # One gather of (scale, norm, label, weight) records, read through
+        # column views; the scale alone is copied to a contiguous vector (it
+        # is read twice, in broadcast products that run about twice as slow
+        # on a strided vector; copying every column costs more than it
+        # saves). The label column holds the class index as a float: binary
+        # targets are that column itself (the same 0.0 / 1.0 as the cast
+        # codes).
+        records = self.records.take(index, axis=0)
+        scale, norm = records[:, 0].copy(), records[:, 1]
+        if self.binary:
+            targets = records[:, 2:3]
+        else:
+            targets = self.one_hot[records[:, 2].astype(np.intp)]
+        weights = None if self.sample_weight is None else records[:, 3]
+        return Batch(rows, targets, scale, norm, weights)
+
+
+def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept):
+    """The rows of a run, in the order its batches index them.
+
+    Draws the secret order of a shuffled run. An in-memory array is then
+    copied once in that order (memory for a second copy of ``X``, in
+    exchange for contiguous batches); a memmap keeps the per-batch gather
+    (copying it would defeat its purpose). Poisson runs on an in-memory
+    array look each row's projection up (:class:`_ProjectedOnce`); the
+    others project each batch as it is read.
+
+    Returns
+    -------
+    rows
+        With ``X`` and ``codes`` (as the batches index them), ``order`` and
+        ``batch(index) -> Batch``.
+    """
+    order = secret_order(plan, rng)
+    in_memory = not isinstance(X, np.memmap)
+    if order is not None and in_memory:
+        X, codes = X[order], codes[order]
+        if sample_weight is not None:
+            sample_weight = sample_weight[order]
+        order = None
+    kind = (
+        _ProjectedOnce if plan.sampling == "poisson" and in_memory else _ProjectedAsRead
+    )
+    return kind(
+        X, codes, sample_weight, order, plan.n_classes, fit_intercept, row_norm=row_norm
+    )
