@@ -55,7 +55,7 @@ accounted ``r`` for every value of the released counts.
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import expit, logsumexp
@@ -63,29 +63,43 @@ from scipy.special import expit, logsumexp
 from ..accounting import ExponentialMechanismEvent, GaussianEvent
 from ._saddle import _COUNT_SENSITIVITY  # one count down, one up (replace-one)
 
-__all__ = ["MirrorPlan", "make_mirror_plan", "run_saddle_mirror"]
+__all__ = ["MirrorPlan", "MirrorPolicy", "make_mirror_plan", "run_saddle_mirror"]
 
 logger = logging.getLogger("skdp")
 
-# Budget split, as shares of the Rényi curve a / (2 z^2) of one Gaussian with
-# multiplier z: the group counts, the adversary's draws, the model's draws.
-_COUNT_SHARE = 0.1
-_GROUP_SHARE = 0.2
-_VERTEX_SHARE = 0.7
-# Vertices sampled per step by each player.
-_VERTEX_SAMPLES = 1
-_GROUP_SAMPLES = 1
 # Range of a model draw per unit of eta_w R G_eff omega, of an adversary draw
 # per unit of eta_p B omega (module docstring).
 _VERTEX_RANGE_FACTOR = 4.0
 _GROUP_RANGE_FACTOR = 2.0
 _LOG_INTERVAL = 200
-# Multiple of the worst-case Hedge step used as the non-private cap. Measured
-# (worst-group log-loss, T = 1000): Adult, groups = sex, R = 20, epsilon = 8,
-# two seeds: 0.494 at 1x, 0.464 at 3x, 0.461 at 10x; the two-rule toy of the
-# tests, R = 5, epsilon = 1e4, three seeds: 0.53-0.54 at 1x, 0.51-0.80 at 3x,
-# 0.66-0.85 at 10x (larger steps oscillate). 1x: stable everywhere.
-_HEDGE_STEP_FACTOR = 1.0
+
+
+@dataclass(frozen=True)
+class MirrorPolicy:
+    """Tuning rules of private mirror descent (public, data-free).
+
+    Budget shares are of the Rényi curve ``a / (2 z^2)`` of one Gaussian with
+    multiplier ``z``; they add up to 1.
+    """
+
+    #: Group counts: one release, read to weight the groups and set the steps
+    #: (docs/benchmarks.md, "Worst-group fairness").
+    count_share: float = 0.1
+    #: The adversary's draws: among K groups, fewer choices than the model's
+    #: 2D vertices (docs/benchmarks.md, "Worst-group fairness").
+    group_share: float = 0.2
+    #: The model's draws: the largest share, the model is what is returned
+    #: (docs/benchmarks.md, "Worst-group fairness").
+    vertex_share: float = 0.7
+    #: Model vertices drawn per step: more draws narrow every draw's range
+    #: (docs/benchmarks.md, "Worst-group fairness").
+    vertex_samples: int = 1
+    #: Groups drawn per step, likewise (docs/benchmarks.md, "Worst-group
+    #: fairness").
+    group_samples: int = 1
+    #: Non-private cap, times the worst-case Hedge step: larger steps
+    #: oscillate (docs/benchmarks.md, "Worst-group fairness").
+    hedge_step_factor: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,7 @@ class MirrorPlan:
         Per-example losses are clipped to ``[0, max_loss]``.
     l2 : float
         Penalty ``l2 / 2 ||w||^2`` (data-independent part of the gradient).
+    policy : MirrorPolicy
     """
 
     n_samples: int
@@ -118,13 +133,15 @@ class MirrorPlan:
     feature_bound: float
     max_loss: float
     l2: float
+    policy: MirrorPolicy = field(default_factory=MirrorPolicy)
 
     @property
     def shares(self):
         """Budget shares ``(counts, group draws, vertex draws)``."""
         if self.n_groups == 1:
             return 0.0, 0.0, 1.0
-        return _COUNT_SHARE, _GROUP_SHARE, _VERTEX_SHARE
+        policy = self.policy
+        return policy.count_share, policy.group_share, policy.vertex_share
 
     @property
     def batch_sizes(self):
@@ -141,8 +158,10 @@ class MirrorPlan:
         """
         z = float(noise_multiplier)
         _, group_share, vertex_share = self.shares
-        r_w = 2.0 * math.sqrt(vertex_share / (self.n_iter * _VERTEX_SAMPLES)) / z
-        r_p = 2.0 * math.sqrt(group_share / (self.n_iter * _GROUP_SAMPLES)) / z
+        vertex_draws = self.n_iter * self.policy.vertex_samples
+        group_draws = self.n_iter * self.policy.group_samples
+        r_w = 2.0 * math.sqrt(vertex_share / vertex_draws) / z
+        r_p = 2.0 * math.sqrt(group_share / group_draws) / z
         return r_w, r_p
 
     def count_noise_multiplier(self, noise_multiplier):
@@ -172,13 +191,9 @@ class MirrorPlan:
         # Theorem 2.2: eta = sqrt(8 log N / T) / range).
         eta_w_star = math.sqrt(8.0 * math.log(2 * self.n_features) / T) / (2 * R * G)
         eta_p_star = math.sqrt(8.0 * math.log(max(self.n_groups, 2)) / T) / B
-        eta_w = min(
-            r_w / (_VERTEX_RANGE_FACTOR * R * G * omega),
-            _HEDGE_STEP_FACTOR * eta_w_star,
-        )
-        eta_p = min(
-            r_p / (_GROUP_RANGE_FACTOR * B * omega), _HEDGE_STEP_FACTOR * eta_p_star
-        )
+        hedge = self.policy.hedge_step_factor
+        eta_w = min(r_w / (_VERTEX_RANGE_FACTOR * R * G * omega), hedge * eta_w_star)
+        eta_p = min(r_p / (_GROUP_RANGE_FACTOR * B * omega), hedge * eta_p_star)
         return eta_w, eta_p
 
     def events(self, noise_multiplier):
@@ -190,12 +205,14 @@ class MirrorPlan:
             events.append(GaussianEvent(z_count))
             events.append(
                 ExponentialMechanismEvent(
-                    r_p, count=self.n_iter * _GROUP_SAMPLES, bounded_range=True
+                    r_p,
+                    count=self.n_iter * self.policy.group_samples,
+                    bounded_range=True,
                 )
             )
         events.append(
             ExponentialMechanismEvent(
-                r_w, count=self.n_iter * _VERTEX_SAMPLES, bounded_range=True
+                r_w, count=self.n_iter * self.policy.vertex_samples, bounded_range=True
             )
         )
         return events
@@ -212,13 +229,14 @@ def make_mirror_plan(
     fit_intercept,
     max_loss,
     l2,
+    policy=None,
 ):
     """Build the :class:`MirrorPlan` of a run from public quantities.
 
     ``n_iter`` is capped at ``n_samples`` (batches of at least one row);
     ``feature_bound`` becomes ``max(feature_bound, 1)`` with an intercept; the
     loss clip is ``min(max_loss, log(1 + exp(R G_eff)))``. ``n_features``
-    excludes the intercept.
+    excludes the intercept. ``policy`` None: the default :class:`MirrorPolicy`.
     """
     bound = max(float(feature_bound), 1.0) if fit_intercept else float(feature_bound)
     largest_loss = float(np.logaddexp(0.0, l1_radius * bound))
@@ -231,6 +249,7 @@ def make_mirror_plan(
         feature_bound=bound,
         max_loss=min(float(max_loss), largest_loss),
         l2=float(l2),
+        policy=MirrorPolicy() if policy is None else policy,
     )
 
 
@@ -397,10 +416,12 @@ def run_saddle_mirror(
         )
         # Releases 2 and 3: exponential-mechanism draws of vertices.
         vertex_probabilities, group_probabilities = _draw_probabilities(*scores)
-        drawn = rng.choice(2 * D, size=_VERTEX_SAMPLES, p=vertex_probabilities)
+        drawn = rng.choice(
+            2 * D, size=plan.policy.vertex_samples, p=vertex_probabilities
+        )
         np.add.at(vertex_counts, drawn, 1.0)
         if K > 1:
-            drawn = rng.choice(K, size=_GROUP_SAMPLES, p=group_probabilities)
+            drawn = rng.choice(K, size=plan.policy.group_samples, p=group_probabilities)
             np.add.at(group_counts, drawn, 1.0)
         # Post-processing: running averages of the draws.
         averages = _running_averages(vertex_counts, group_counts, plan.l1_radius)
