@@ -60,10 +60,21 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit, logsumexp
 
-from ..accounting import ExponentialMechanismEvent, GaussianEvent
-from ._saddle import _COUNT_SENSITIVITY  # one count down, one up (replace-one)
+from ..accounting import ExponentialMechanismEvent, GaussianEvent, Neighbouring
+from ._saddle import (
+    SaddleResult,
+    SaddleSolver,
+    histogram_sensitivity,
+    release_group_counts,
+)
 
-__all__ = ["MirrorPlan", "MirrorPolicy", "make_mirror_plan", "run_saddle_mirror"]
+__all__ = [
+    "MirrorPlan",
+    "MirrorPolicy",
+    "MirrorSolver",
+    "make_mirror_plan",
+    "run_mirror",
+]
 
 logger = logging.getLogger("skdp")
 
@@ -168,6 +179,13 @@ class MirrorPlan:
         """Noise multiplier of the group-count release, or None without one."""
         count_share = self.shares[0]
         return noise_multiplier / math.sqrt(count_share) if count_share else None
+
+    def count_std(self, noise_multiplier):
+        """Noise std of the group-count release (replace-one), or None."""
+        z_count = self.count_noise_multiplier(noise_multiplier)
+        if z_count is None:
+            return None
+        return z_count * histogram_sensitivity(Neighbouring.REPLACE_ONE, 1.0)
 
     def steps(self, noise_multiplier, min_denominator):
         """Steps ``(eta_w, eta_p)`` whose draws stay within the accounted ranges.
@@ -351,51 +369,24 @@ def _mirror_step(scores, averages, batch, omega, steps, plan, fit_intercept):
     )
 
 
-def run_saddle_mirror(
-    X,
-    y,
-    group_codes,
-    plan,
-    noise_multiplier,
-    *,
-    fit_intercept,
-    rng,
-    verbose=0,
-):
+def run_mirror(rows, problem, plan, noise_multiplier, *, rng, verbose=0):
     """Private stochastic mirror descent with sampled vertices (one pass).
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-        Labels in {0, 1}.
-    group_codes : ndarray of int, shape (n_samples,)
-        Group index of each row, in ``range(plan.n_groups)``.
-    plan : MirrorPlan
-    noise_multiplier : float
-    fit_intercept : bool
-    rng : numpy.random.Generator
-    verbose : int
-
-    Returns
-    -------
-    w : ndarray of shape (plan.n_features,)
-        Average of the sampled model vertices.
-    p : ndarray of shape (n_groups,)
-        Frequencies of the sampled groups.
-    events : list of privacy events
+    Parameters and result as :meth:`skdp._solvers._saddle.SaddleSolver.run`,
+    with the :class:`MirrorPlan` as the schedule (the steps follow the
+    released counts, inside the run). The model is the average of the
+    sampled vertices, the group weights the frequencies of the sampled
+    groups.
     """
-    X = np.asarray(X)
-    y = np.asarray(y, dtype=float)
+    X = np.asarray(rows.X)
+    y = np.asarray(rows.y, dtype=float)
+    group_codes, fit_intercept = rows.group_codes, problem.fit_intercept
     n, K, T, D = plan.n_samples, plan.n_groups, plan.n_iter, plan.n_features
 
     # Release 1: noisy group counts (n itself with one group); the
     # denominators d_k are post-processing, floored at n / T.
-    if K == 1:
-        counts = np.array([float(n)])
-    else:
-        std = plan.count_noise_multiplier(noise_multiplier) * _COUNT_SENSITIVITY
-        counts = np.bincount(group_codes, minlength=K) + rng.normal(0.0, std, size=K)
+    std = plan.count_std(noise_multiplier)
+    counts = release_group_counts(group_codes, K, std, n, rng)
     denominators = np.maximum(counts, n / T)
     eta_w, eta_p = plan.steps(noise_multiplier, denominators.min())
 
@@ -427,6 +418,55 @@ def run_saddle_mirror(
         averages = _running_averages(vertex_counts, group_counts, plan.l1_radius)
         if verbose and (t + 1) % _LOG_INTERVAL == 0:
             logger.info("mirror step %d/%d", t + 1, T)
-    w = averages[0]
     p = group_counts / group_counts.sum() if K > 1 else np.ones(1)
-    return w, p, plan.events(noise_multiplier)
+    return SaddleResult(
+        coef=averages[0],
+        group_weights=p,
+        events=plan.events(noise_multiplier),
+        n_iter=T,
+        draw_ranges=plan.draw_ranges(noise_multiplier),
+    )
+
+
+@dataclass(frozen=True)
+class MirrorSolver(SaddleSolver):
+    """Private mirror descent with sampled vertices, with its tuning policy."""
+
+    policy: MirrorPolicy = field(default_factory=MirrorPolicy)
+    # The draws' pure-DP cap can put the best order at the end of the grid on
+    # tiny data; the spend is valid and within the target either way.
+    warn_at_grid_edge = False
+
+    def check_neighbouring(self, neighbouring):
+        """Refuse add/remove: the batches are cut by ``n``, which it keeps private."""
+        if neighbouring == "add-remove":
+            raise ValueError(
+                "neighbouring='add-remove' is supported by solver='gda' only: "
+                "'mirror' splits the rows into batches by n, which add-remove "
+                "keeps private."
+            )
+
+    def plan(self, problem):
+        """The :class:`MirrorPlan` of ``problem``.
+
+        ``row_norm`` bounds the features unless ``feature_bound`` is set.
+        """
+        bound = problem.feature_bound
+        return make_mirror_plan(
+            n_samples=problem.n_samples,
+            n_groups=problem.n_groups,
+            n_features=problem.n_features,
+            n_iter=problem.n_iter,
+            l1_radius=problem.l1_radius,
+            feature_bound=problem.row_norm if bound is None else bound,
+            fit_intercept=problem.fit_intercept,
+            max_loss=problem.max_loss,
+            l2=problem.l2,
+            policy=self.policy,
+        )
+
+    def run(self, rows, problem, schedule, noise_multiplier, *, rng, verbose=0):
+        """See :meth:`SaddleSolver.run`; ``schedule`` is the plan."""
+        return run_mirror(
+            rows, problem, schedule, noise_multiplier, rng=rng, verbose=verbose
+        )
