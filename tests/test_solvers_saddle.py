@@ -111,6 +111,20 @@ def test_policy_shares_add_up_to_one():
     assert total == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize(
+    "policy, change",
+    [
+        (GDAPolicy, {"count_share": 0.0}),
+        (GDAPolicy, {"precondition_share": 0.9}),
+        (MirrorPolicy, {"group_share": 0.0}),
+    ],
+)
+def test_a_policy_without_a_share_is_refused(policy, change):
+    # Every release a run makes needs a positive share of the budget.
+    with pytest.raises(ValueError, match="share"):
+        dataclasses.replace(policy(), **change)
+
+
 def test_a_policy_variant_changes_the_run_not_the_spend():
     # How benchmarks compare rules: a subclass maps "gda" to a solver with
     # another policy. Its steps differ; its events and spend do not.

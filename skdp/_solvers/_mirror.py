@@ -112,6 +112,10 @@ class MirrorPolicy:
     #: oscillate (docs/benchmarks.md, "Worst-group fairness").
     hedge_step_factor: float = 1.0
 
+    def __post_init__(self):
+        if min(self.count_share, self.group_share, self.vertex_share) <= 0:
+            raise ValueError("MirrorPolicy: every budget share must be positive.")
+
 
 @dataclass(frozen=True)
 class MirrorPlan:

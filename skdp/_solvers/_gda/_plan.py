@@ -112,8 +112,8 @@ class GDAPlan:
 
     @property
     def releases_counts(self):
-        """Whether the run releases the group counts (not ``n`` when public)."""
-        return self.n_groups > 1 or self.neighbouring is Neighbouring.ADD_REMOVE
+        """Whether the run releases the group counts (else they are the public n)."""
+        return self.count_share > 0
 
     @property
     def count_sensitivity(self):
@@ -205,6 +205,7 @@ def make_gda_plan(problem, policy):
     precondition = problem.precondition and n_params <= policy.precondition_max_params
     second_moment_share = policy.precondition_share if precondition else 0.0
     grouped = problem.n_groups > 1
+    # Counts are released with groups, or without when n is private.
     releases_counts = grouped or relation is Neighbouring.ADD_REMOVE
     count_share = policy.count_share if releases_counts else 0.0
     loss_share = policy.loss_share if grouped else 0.0

@@ -77,3 +77,11 @@ class GDAPolicy:
     #: Floor of the noisy counts used as denominators (docs/benchmarks.md,
     #: "Worst-group fairness").
     min_count: float = 1.0
+
+    def __post_init__(self):
+        shares = (self.count_share, self.loss_share, self.gradient_share)
+        if min(shares) <= 0 or not 0 <= self.precondition_share < self.gradient_share:
+            raise ValueError(
+                "GDAPolicy: the count, loss and gradient shares must be positive "
+                "and the precondition share below the gradient share."
+            )
