@@ -32,12 +32,9 @@ Data sets (one fixed 75/25 split, stratified by group and label,
 
 Methods: ``gda`` and ``mirror`` (DPSaddlePointClassifier with its defaults and
 the data set's public bounds), ``private ERM`` (DPLogisticRegression with
-its defaults and the data set's public row norm, alpha 1e-4 like the others;
-measured on adult-sex, 3 seeds, worst-group test log-loss at eps 0.5 / 1 / 8:
-0.403 / 0.397 / 0.396, against 0.429 / 0.404 / 0.384 with clip 0.25x, step 4x
-and 20 epochs plus the temperature, and 0.429 / 0.416 / 0.412 for that
-setting without it: the defaults are the stronger baseline at eps 0.5 and 1,
-the other at eps 8), ``ERM`` (scikit-learn LogisticRegression, L2 penalty
+its defaults and the data set's public row norm, alpha 1e-4 like the others:
+the stronger private-ERM baseline at small epsilon, see docs/benchmarks.md,
+"Worst-group fairness"), ``ERM`` (scikit-learn LogisticRegression, L2 penalty
 ``alpha = 1e-4`` on the mean loss) and ``minimax`` (the exact non-private
 optimum of ``max_k L_k(w) + alpha / 2 ||w||^2`` by SLSQP on its epigraph
 form). Every
@@ -48,6 +45,10 @@ neighbours (half the sensitivity, so half the noise at the same epsilon; not
 comparable with replace-one figures at the same epsilon) with the same delta,
 passed explicitly (n is public to the benchmark, not to the estimators);
 ``mirror`` supports replace-one only and is skipped.
+
+``--gda-policy FIELD=VALUE ...`` runs ``gda`` under a variant of its tuning
+policy (:class:`skdp._solvers._gda.GDAPolicy`, values as Python literals), to
+compare a rule against the default.
 
 Printed: mean (and standard deviation) over seeds of the worst-group test
 log-loss, the worst-group train log-loss and the overall test accuracy;
@@ -62,9 +63,16 @@ Full run (tables of docs/_bench_fairness.md, plot in docs/images)::
 Fast subset::
 
     PYTHONPATH=. python benchmarks/bench_fairness.py --quick
+
+A policy variant (here: a noise-walk radius of 4 at large noise)::
+
+    PYTHONPATH=. python benchmarks/bench_fairness.py --quick --methods gda \
+        --gda-policy walk_radius=4.0
 """
 
 import argparse
+import ast
+import dataclasses
 import math
 import time
 
@@ -74,6 +82,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
+from skdp._solvers._gda import GDAPolicy, GDASolver
 from skdp.datasets import adult_design_matrix, load_adult
 from skdp.fairness import DPSaddlePointClassifier
 from skdp.linear_model import DPLogisticRegression
@@ -242,13 +251,49 @@ def private_erm_params(row_norm):
     """The private-ERM baseline: DPLogisticRegression's defaults (row norm set).
 
     With its temperature step (``calibration_share="auto"``) it is the
-    strongest private-ERM setting measured for log-loss at eps 0.5 and 1 (see
-    the module docstring).
+    strongest private-ERM setting measured for log-loss at eps 0.5 and 1
+    (docs/benchmarks.md, "Worst-group fairness").
     """
     return {"alpha": ALPHA, "row_norm": row_norm}
 
 
-def fit_private(method, epsilon, seed, data, groups, neighbouring="replace-one"):
+def with_gda_policy(policy):
+    """DPSaddlePointClassifier whose ``solver="gda"`` follows ``policy``.
+
+    ``policy`` None: the estimator itself (the default policy).
+    """
+    if policy is None:
+        return DPSaddlePointClassifier
+
+    class PolicyVariant(DPSaddlePointClassifier):
+        _saddle_solvers = {
+            **DPSaddlePointClassifier._saddle_solvers,
+            "gda": GDASolver(policy),
+        }
+
+    return PolicyVariant
+
+
+def parse_policy(items):
+    """``GDAPolicy`` with the ``FIELD=VALUE`` overrides of ``items``, or None."""
+    if not items:
+        return None
+    overrides = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        overrides[name] = ast.literal_eval(value)
+    return dataclasses.replace(GDAPolicy(), **overrides)
+
+
+def fit_private(
+    method,
+    epsilon,
+    seed,
+    data,
+    groups,
+    neighbouring="replace-one",
+    policy=None,
+):
     X_tr, _, y_tr, _, g_tr, _, row_norm = data
     relation = {}
     if neighbouring == "add-remove":
@@ -267,7 +312,7 @@ def fit_private(method, epsilon, seed, data, groups, neighbouring="replace-one")
         start = time.process_time()
         model.fit(X_tr, y_tr)
     else:
-        model = DPSaddlePointClassifier(
+        model = with_gda_policy(policy)(
             epsilon=epsilon,
             groups=groups,
             classes=[0, 1],
@@ -292,6 +337,7 @@ def run_dataset(
     adult_features="bins",
     methods=PRIVATE,
     neighbouring="replace-one",
+    policy=None,
 ):
     data = load(name, adult_features)
     X_tr, X_te, y_tr, y_te, g_tr, g_te, _ = data
@@ -311,7 +357,7 @@ def run_dataset(
             runs, seconds = [], []
             for seed in range(seeds):
                 model, sec = fit_private(
-                    method, epsilon, seed, data, groups, neighbouring
+                    method, epsilon, seed, data, groups, neighbouring, policy
                 )
                 seconds.append(sec)
                 runs.append(
@@ -444,6 +490,13 @@ def main(argv=None):
         default="replace-one",
         help="neighbouring relation of the private fits (add-remove skips mirror)",
     )
+    parser.add_argument(
+        "--gda-policy",
+        nargs="*",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="run gda under a variant of its tuning policy (GDAPolicy fields)",
+    )
     parser.add_argument("--plot", action="store_true", help="write docs/images PNG")
     parser.add_argument("--replot", metavar="OUTPUT", help="plot a saved run's output")
     args = parser.parse_args(argv)
@@ -458,12 +511,22 @@ def main(argv=None):
     methods = tuple(args.methods)
     if args.neighbouring == "add-remove":
         methods = tuple(m for m in methods if m != "mirror")
+    policy = parse_policy(args.gda_policy)
     all_results = {}
-    print(f"neighbouring relation of the private fits: {args.neighbouring}\n")
+    print(f"neighbouring relation of the private fits: {args.neighbouring}")
+    if policy is not None:
+        print(f"gda policy: {policy}")
+    print()
     for name in args.datasets:
         start = time.perf_counter()
         results, sizes = run_dataset(
-            name, epsilons, seeds, args.adult_features, methods, args.neighbouring
+            name,
+            epsilons,
+            seeds,
+            args.adult_features,
+            methods,
+            args.neighbouring,
+            policy,
         )
         all_results[name] = results
         print(f"### {name} (train group sizes {sizes}; {seeds} seeds)\n")

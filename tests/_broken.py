@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from skdp._solvers._saddle import SaddlePlan
+from skdp._solvers._gda import GDAPlan
 from skdp.fairness import DPSaddlePointClassifier
 from skdp.linear_model import DPLogisticRegression
 
@@ -87,7 +87,7 @@ SADDLE_STRONG = {
 }
 
 
-class _QuarterGradientSensitivity(SaddlePlan):
+class _QuarterGradientSensitivity(GDAPlan):
     """A plan that claims a quarter of the gradient sum's true sensitivity."""
 
     @property

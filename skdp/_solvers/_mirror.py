@@ -55,37 +55,66 @@ accounted ``r`` for every value of the released counts.
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import expit, logsumexp
 
-from ..accounting import ExponentialMechanismEvent, GaussianEvent
-from ._saddle import _COUNT_SENSITIVITY  # one count down, one up (replace-one)
+from ..accounting import ExponentialMechanismEvent, GaussianEvent, Neighbouring
+from ._saddle import (
+    SaddleResult,
+    SaddleSolver,
+    histogram_sensitivity,
+    release_group_counts,
+)
 
-__all__ = ["MirrorPlan", "make_mirror_plan", "run_saddle_mirror"]
+__all__ = [
+    "MirrorPlan",
+    "MirrorPolicy",
+    "MirrorSolver",
+    "make_mirror_plan",
+    "run_mirror",
+]
 
 logger = logging.getLogger("skdp")
 
-# Budget split, as shares of the Rényi curve a / (2 z^2) of one Gaussian with
-# multiplier z: the group counts, the adversary's draws, the model's draws.
-_COUNT_SHARE = 0.1
-_GROUP_SHARE = 0.2
-_VERTEX_SHARE = 0.7
-# Vertices sampled per step by each player.
-_VERTEX_SAMPLES = 1
-_GROUP_SAMPLES = 1
 # Range of a model draw per unit of eta_w R G_eff omega, of an adversary draw
 # per unit of eta_p B omega (module docstring).
 _VERTEX_RANGE_FACTOR = 4.0
 _GROUP_RANGE_FACTOR = 2.0
 _LOG_INTERVAL = 200
-# Multiple of the worst-case Hedge step used as the non-private cap. Measured
-# (worst-group log-loss, T = 1000): Adult, groups = sex, R = 20, epsilon = 8,
-# two seeds: 0.494 at 1x, 0.464 at 3x, 0.461 at 10x; the two-rule toy of the
-# tests, R = 5, epsilon = 1e4, three seeds: 0.53-0.54 at 1x, 0.51-0.80 at 3x,
-# 0.66-0.85 at 10x (larger steps oscillate). 1x: stable everywhere.
-_HEDGE_STEP_FACTOR = 1.0
+
+
+@dataclass(frozen=True)
+class MirrorPolicy:
+    """Tuning rules of private mirror descent (public, data-free).
+
+    Budget shares are of the Rényi curve ``a / (2 z^2)`` of one Gaussian with
+    multiplier ``z``; they add up to 1.
+    """
+
+    #: Group counts: one release, read to weight the groups and set the steps
+    #: (docs/benchmarks.md, "Worst-group fairness").
+    count_share: float = 0.1
+    #: The adversary's draws: among K groups, fewer choices than the model's
+    #: 2D vertices (docs/benchmarks.md, "Worst-group fairness").
+    group_share: float = 0.2
+    #: The model's draws: the largest share, the model is what is returned
+    #: (docs/benchmarks.md, "Worst-group fairness").
+    vertex_share: float = 0.7
+    #: Model vertices drawn per step: more draws narrow every draw's range
+    #: (docs/benchmarks.md, "Worst-group fairness").
+    vertex_samples: int = 1
+    #: Groups drawn per step, likewise (docs/benchmarks.md, "Worst-group
+    #: fairness").
+    group_samples: int = 1
+    #: Non-private cap, times the worst-case Hedge step: larger steps
+    #: oscillate (docs/benchmarks.md, "Worst-group fairness").
+    hedge_step_factor: float = 1.0
+
+    def __post_init__(self):
+        if min(self.count_share, self.group_share, self.vertex_share) <= 0:
+            raise ValueError("MirrorPolicy: every budget share must be positive.")
 
 
 @dataclass(frozen=True)
@@ -108,6 +137,7 @@ class MirrorPlan:
         Per-example losses are clipped to ``[0, max_loss]``.
     l2 : float
         Penalty ``l2 / 2 ||w||^2`` (data-independent part of the gradient).
+    policy : MirrorPolicy
     """
 
     n_samples: int
@@ -118,13 +148,15 @@ class MirrorPlan:
     feature_bound: float
     max_loss: float
     l2: float
+    policy: MirrorPolicy = field(default_factory=MirrorPolicy)
 
     @property
     def shares(self):
         """Budget shares ``(counts, group draws, vertex draws)``."""
         if self.n_groups == 1:
             return 0.0, 0.0, 1.0
-        return _COUNT_SHARE, _GROUP_SHARE, _VERTEX_SHARE
+        policy = self.policy
+        return policy.count_share, policy.group_share, policy.vertex_share
 
     @property
     def batch_sizes(self):
@@ -141,14 +173,23 @@ class MirrorPlan:
         """
         z = float(noise_multiplier)
         _, group_share, vertex_share = self.shares
-        r_w = 2.0 * math.sqrt(vertex_share / (self.n_iter * _VERTEX_SAMPLES)) / z
-        r_p = 2.0 * math.sqrt(group_share / (self.n_iter * _GROUP_SAMPLES)) / z
+        vertex_draws = self.n_iter * self.policy.vertex_samples
+        group_draws = self.n_iter * self.policy.group_samples
+        r_w = 2.0 * math.sqrt(vertex_share / vertex_draws) / z
+        r_p = 2.0 * math.sqrt(group_share / group_draws) / z
         return r_w, r_p
 
     def count_noise_multiplier(self, noise_multiplier):
         """Noise multiplier of the group-count release, or None without one."""
         count_share = self.shares[0]
         return noise_multiplier / math.sqrt(count_share) if count_share else None
+
+    def count_std(self, noise_multiplier):
+        """Noise std of the group-count release (replace-one), or None."""
+        z_count = self.count_noise_multiplier(noise_multiplier)
+        if z_count is None:
+            return None
+        return z_count * histogram_sensitivity(Neighbouring.REPLACE_ONE, 1.0)
 
     def steps(self, noise_multiplier, min_denominator):
         """Steps ``(eta_w, eta_p)`` whose draws stay within the accounted ranges.
@@ -172,13 +213,9 @@ class MirrorPlan:
         # Theorem 2.2: eta = sqrt(8 log N / T) / range).
         eta_w_star = math.sqrt(8.0 * math.log(2 * self.n_features) / T) / (2 * R * G)
         eta_p_star = math.sqrt(8.0 * math.log(max(self.n_groups, 2)) / T) / B
-        eta_w = min(
-            r_w / (_VERTEX_RANGE_FACTOR * R * G * omega),
-            _HEDGE_STEP_FACTOR * eta_w_star,
-        )
-        eta_p = min(
-            r_p / (_GROUP_RANGE_FACTOR * B * omega), _HEDGE_STEP_FACTOR * eta_p_star
-        )
+        hedge = self.policy.hedge_step_factor
+        eta_w = min(r_w / (_VERTEX_RANGE_FACTOR * R * G * omega), hedge * eta_w_star)
+        eta_p = min(r_p / (_GROUP_RANGE_FACTOR * B * omega), hedge * eta_p_star)
         return eta_w, eta_p
 
     def events(self, noise_multiplier):
@@ -190,12 +227,14 @@ class MirrorPlan:
             events.append(GaussianEvent(z_count))
             events.append(
                 ExponentialMechanismEvent(
-                    r_p, count=self.n_iter * _GROUP_SAMPLES, bounded_range=True
+                    r_p,
+                    count=self.n_iter * self.policy.group_samples,
+                    bounded_range=True,
                 )
             )
         events.append(
             ExponentialMechanismEvent(
-                r_w, count=self.n_iter * _VERTEX_SAMPLES, bounded_range=True
+                r_w, count=self.n_iter * self.policy.vertex_samples, bounded_range=True
             )
         )
         return events
@@ -212,13 +251,14 @@ def make_mirror_plan(
     fit_intercept,
     max_loss,
     l2,
+    policy=None,
 ):
     """Build the :class:`MirrorPlan` of a run from public quantities.
 
     ``n_iter`` is capped at ``n_samples`` (batches of at least one row);
     ``feature_bound`` becomes ``max(feature_bound, 1)`` with an intercept; the
     loss clip is ``min(max_loss, log(1 + exp(R G_eff)))``. ``n_features``
-    excludes the intercept.
+    excludes the intercept. ``policy`` None: the default :class:`MirrorPolicy`.
     """
     bound = max(float(feature_bound), 1.0) if fit_intercept else float(feature_bound)
     largest_loss = float(np.logaddexp(0.0, l1_radius * bound))
@@ -231,6 +271,7 @@ def make_mirror_plan(
         feature_bound=bound,
         max_loss=min(float(max_loss), largest_loss),
         l2=float(l2),
+        policy=MirrorPolicy() if policy is None else policy,
     )
 
 
@@ -332,51 +373,24 @@ def _mirror_step(scores, averages, batch, omega, steps, plan, fit_intercept):
     )
 
 
-def run_saddle_mirror(
-    X,
-    y,
-    group_codes,
-    plan,
-    noise_multiplier,
-    *,
-    fit_intercept,
-    rng,
-    verbose=0,
-):
+def run_mirror(rows, problem, plan, noise_multiplier, *, rng, verbose=0):
     """Private stochastic mirror descent with sampled vertices (one pass).
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-        Labels in {0, 1}.
-    group_codes : ndarray of int, shape (n_samples,)
-        Group index of each row, in ``range(plan.n_groups)``.
-    plan : MirrorPlan
-    noise_multiplier : float
-    fit_intercept : bool
-    rng : numpy.random.Generator
-    verbose : int
-
-    Returns
-    -------
-    w : ndarray of shape (plan.n_features,)
-        Average of the sampled model vertices.
-    p : ndarray of shape (n_groups,)
-        Frequencies of the sampled groups.
-    events : list of privacy events
+    Parameters and result as :meth:`skdp._solvers._saddle.SaddleSolver.run`,
+    with the :class:`MirrorPlan` as the schedule (the steps follow the
+    released counts, inside the run). The model is the average of the
+    sampled vertices, the group weights the frequencies of the sampled
+    groups.
     """
-    X = np.asarray(X)
-    y = np.asarray(y, dtype=float)
+    X = np.asarray(rows.X)
+    y = np.asarray(rows.y, dtype=float)
+    group_codes, fit_intercept = rows.group_codes, problem.fit_intercept
     n, K, T, D = plan.n_samples, plan.n_groups, plan.n_iter, plan.n_features
 
     # Release 1: noisy group counts (n itself with one group); the
     # denominators d_k are post-processing, floored at n / T.
-    if K == 1:
-        counts = np.array([float(n)])
-    else:
-        std = plan.count_noise_multiplier(noise_multiplier) * _COUNT_SENSITIVITY
-        counts = np.bincount(group_codes, minlength=K) + rng.normal(0.0, std, size=K)
+    std = plan.count_std(noise_multiplier)
+    counts = release_group_counts(group_codes, K, std, n, rng)
     denominators = np.maximum(counts, n / T)
     eta_w, eta_p = plan.steps(noise_multiplier, denominators.min())
 
@@ -397,15 +411,66 @@ def run_saddle_mirror(
         )
         # Releases 2 and 3: exponential-mechanism draws of vertices.
         vertex_probabilities, group_probabilities = _draw_probabilities(*scores)
-        drawn = rng.choice(2 * D, size=_VERTEX_SAMPLES, p=vertex_probabilities)
+        drawn = rng.choice(
+            2 * D, size=plan.policy.vertex_samples, p=vertex_probabilities
+        )
         np.add.at(vertex_counts, drawn, 1.0)
         if K > 1:
-            drawn = rng.choice(K, size=_GROUP_SAMPLES, p=group_probabilities)
+            drawn = rng.choice(K, size=plan.policy.group_samples, p=group_probabilities)
             np.add.at(group_counts, drawn, 1.0)
         # Post-processing: running averages of the draws.
         averages = _running_averages(vertex_counts, group_counts, plan.l1_radius)
         if verbose and (t + 1) % _LOG_INTERVAL == 0:
             logger.info("mirror step %d/%d", t + 1, T)
-    w = averages[0]
     p = group_counts / group_counts.sum() if K > 1 else np.ones(1)
-    return w, p, plan.events(noise_multiplier)
+    return SaddleResult(
+        coef=averages[0],
+        group_weights=p,
+        events=plan.events(noise_multiplier),
+        n_iter=T,
+        draw_ranges=plan.draw_ranges(noise_multiplier),
+    )
+
+
+@dataclass(frozen=True)
+class MirrorSolver(SaddleSolver):
+    """Private mirror descent with sampled vertices, with its tuning policy."""
+
+    policy: MirrorPolicy = field(default_factory=MirrorPolicy)
+    # The draws' pure-DP cap can put the best order at the end of the grid on
+    # tiny data; the spend is valid and within the target either way.
+    warn_at_grid_edge = False
+
+    def check_neighbouring(self, neighbouring):
+        """Refuse add/remove: the batches are cut by ``n``, which it keeps private."""
+        if neighbouring == "add-remove":
+            raise ValueError(
+                "neighbouring='add-remove' is supported by solver='gda' only: "
+                "'mirror' splits the rows into batches by n, which add-remove "
+                "keeps private."
+            )
+
+    def plan(self, problem):
+        """The :class:`MirrorPlan` of ``problem``.
+
+        ``row_norm`` bounds the features unless ``feature_bound`` is set.
+        """
+        bound = problem.feature_bound
+        return make_mirror_plan(
+            n_samples=problem.n_samples,
+            n_groups=problem.n_groups,
+            n_features=problem.n_features,
+            n_iter=problem.n_iter,
+            l1_radius=problem.l1_radius,
+            feature_bound=problem.row_norm if bound is None else bound,
+            fit_intercept=problem.fit_intercept,
+            max_loss=problem.max_loss,
+            l2=problem.l2,
+            policy=self.policy,
+        )
+
+    def run(self, rows, problem, schedule, noise_multiplier, *, rng, verbose=0):
+        """See :meth:`SaddleSolver.run`; ``schedule`` is the plan."""
+        return run_mirror(
+            rows, problem, schedule, noise_multiplier, rng=rng, verbose=verbose
+        )

@@ -1,16 +1,18 @@
 """DPSaddlePointClassifier: private minimax-fair (worst-group) logistic regression."""
 
 import warnings
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from .._solvers._mirror import make_mirror_plan, run_saddle_mirror
-from .._solvers._saddle import make_saddle_plan, run_saddle_gda
+from .._base import PrivateFitMixin, resolve_delta
+from .._solvers._gda import GDASolver
+from .._solvers._mirror import MirrorSolver
+from .._solvers._saddle import SaddleProblem, SaddleRows
 from ..accounting import account, calibrate_noise_multiplier
 from ..exceptions import PrivacyLeakWarning
 from ..linear_model._base import LinearClassifierPredictMixin
@@ -18,15 +20,20 @@ from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
     MAGNITUDE_LIMIT,
     check_add_remove_delta,
-    default_delta,
-    enable_progress,
     resolve_classes,
 )
 
 __all__ = ["DPSaddlePointClassifier"]
 
-_DEFAULT_N_ITER = 1000
-_DEFAULT_L1_RADIUS = 20.0
+
+@dataclass(frozen=True)
+class _FitData:
+    """A validated fit: the rows, their public problem and the label sets."""
+
+    rows: SaddleRows
+    problem: SaddleProblem
+    classes: np.ndarray
+    groups: np.ndarray
 
 
 def _is_missing(value):
@@ -84,7 +91,7 @@ def _encode_groups(sensitive_features, groups, n_samples):
 
 
 class DPSaddlePointClassifier(
-    LinearClassifierPredictMixin, ClassifierMixin, BaseEstimator
+    PrivateFitMixin, LinearClassifierPredictMixin, ClassifierMixin, BaseEstimator
 ):
     """Binary logistic regression minimising the worst group's loss, privately.
 
@@ -131,16 +138,18 @@ class DPSaddlePointClassifier(
         see docs/fairness.md).
     n_iter : int, default=1000
         Number of steps. ``"gda"``: each reads every row. ``"mirror"``: one
-        pass over ``min(n_iter, n)`` disjoint batches.
+        pass over ``min(n_iter, n)`` disjoint batches. The default: more
+        ``"gda"`` steps helped only at large epsilon (docs/benchmarks.md,
+        "Worst-group fairness").
     learning_rate : float in (0, 1e30] or "auto", default="auto"
         Step of the model player. ``"auto"``: the smaller of
         ``4 / (beta + alpha)``, with ``beta`` the worst-case smoothness of the
         loss on rows of norm ``row_norm`` (every iterate is accounted as
-        released, so the step is free to exceed the non-expansive limit; 4 was
-        best on Adult), and the step at which the noise's random walk over
-        ``n_iter`` steps stays within a radius of 3 (smaller steps on little
-        data or at small epsilon; computed from ``n`` and the noise only),
-        widened up to 6 where the noise is small (Adult from epsilon 2).
+        released, so the step is free to exceed the non-expansive limit), and
+        the step at which the noise's random walk over ``n_iter`` steps stays
+        within a radius of 3 (smaller steps on little data or at small
+        epsilon; computed from ``n`` and the noise only), widened up to 6
+        where the noise is small (docs/benchmarks.md, "Worst-group fairness").
         A step whose largest row weight ``max_k p_k / n_k`` exceeds
         ``1.5 / n`` (the adversary on a small group, whose rows then carry
         more noise) has the second term scaled by ``1.5 / (n max_k p_k / n_k)``;
@@ -159,9 +168,8 @@ class DPSaddlePointClassifier(
         gradients: no privacy cost). The noise term of the "auto" step is
         scaled by ``1 - m``, so the noise the model receives stays as planned
         and momentum speeds up only runs whose step is limited by the
-        smoothness (large n or epsilon). ``"auto"``: 0.9 (Adult by sex,
-        worst-group test log-loss at epsilon 4 / 8: 0.3776 / 0.3773 without,
-        0.3753 / 0.3735 with; unchanged at smaller epsilon).
+        smoothness (large n or epsilon). ``"auto"``: 0.9 (docs/benchmarks.md,
+        "Worst-group fairness").
     weight_cap : float >= 1 or None, default=3.0
         ``"gda"`` only: the adversary's weight on a group is at most
         ``weight_cap`` times the group's (noisy) share of the rows. The game is
@@ -180,14 +188,14 @@ class DPSaddlePointClassifier(
         (taken from the gradients) on one Gaussian release of the rows'
         second-moment matrix and precondition every step by its inverse,
         ridged by its noise level (see Notes). Not the default: on the
-        benchmarks of docs/fairness.md it lowers the worst-group test
-        log-loss on few features at small epsilon (benefits, 20
-        coefficients, 0.695 to 0.647 at epsilon 0.5) and on Adult at epsilon
-        4 and 8, but raises it on Adult at epsilon 0.5 and on benefits from
-        epsilon 2.
+        benchmarks it lowers the worst-group test log-loss on few features
+        at small epsilon and on Adult at large epsilon, and raises it
+        elsewhere (docs/benchmarks.md, "Worst-group fairness").
     l1_radius : float in (0, 1e30], default=20.0
         ``"mirror"`` only: radius of the l1-ball of the coefficients
-        (intercept included). Public.
+        (intercept included). Public. The default: large enough for good models,
+        small enough for the draws' range and the optimisation error
+        (docs/benchmarks.md, "Worst-group fairness").
     row_norm : float in (0, 1e30], default=1.0
         Public bound on the L2 norm of each row of ``X``; larger rows are
         scaled down to it (``"gda"``). ``"mirror"`` uses it as the default
@@ -200,8 +208,8 @@ class DPSaddlePointClassifier(
     max_grad_norm : float in (0, 1e30] or "auto", default="auto"
         ``"gda"`` only: per-example gradient clip norm; ``"auto"``: 0.6 times
         the largest gradient norm possible on rows of norm ``row_norm`` (the
-        clip binds on the largest gradients only; 0.6 was best of 1, 0.6 and
-        0.4 on Adult, see the benchmarks).
+        clip binds on the largest gradients only: docs/benchmarks.md,
+        "Worst-group fairness").
     max_loss : float, default=2.0
         Per-example losses are clipped to ``[0, max_loss]`` before the group
         losses the adversary reads are computed (public bound).
@@ -280,9 +288,9 @@ class DPSaddlePointClassifier(
     the logistic loss (private ERM). **Small groups**: a row of a group of
     ``n_k`` rows weighs ``p_k / n_k`` in the model's step, so the noise grows
     as the adversary moves to a small group, and noisy loss estimates move it
-    there at random; without a cap (``weight_cap=None``) the run diverged on
-    Adult with 6 sex x race groups (smallest 643 of 36,631 rows: worst-group
-    test log-loss 8.8 at epsilon 0.5). With ``weight_cap`` a group holding
+    there at random; without a cap (``weight_cap=None``) runs with small
+    groups diverged on the benchmarks (docs/benchmarks.md, "Worst-group
+    fairness"). With ``weight_cap`` a group holding
     less than ``1 / weight_cap`` of the rows gets at most ``weight_cap`` times
     its share; noisy counts are floored at 1 and empty groups get no weight.
     :meth:`group_report` reads its data without protection (it is for
@@ -341,14 +349,14 @@ class DPSaddlePointClassifier(
         groups=None,
         classes=None,
         solver="gda",
-        n_iter=_DEFAULT_N_ITER,
+        n_iter=1000,
         learning_rate="auto",
         eta_p="auto",
         momentum="auto",
         weight_cap=3.0,
         alpha=1e-4,
         precondition=False,
-        l1_radius=_DEFAULT_L1_RADIUS,
+        l1_radius=20.0,
         row_norm=1.0,
         feature_bound=None,
         max_grad_norm="auto",
@@ -380,52 +388,22 @@ class DPSaddlePointClassifier(
         self.random_state = random_state
         self.verbose = verbose
 
+    #: The solver behind each value of ``solver``; a subclass may map a name to
+    #: a solver with another tuning policy (as benchmarks do).
+    _saddle_solvers = {"gda": GDASolver(), "mirror": MirrorSolver()}
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
 
-    def _plan(self, n_samples, n_groups, n_features):
-        if self.solver == "mirror":
-            bound = self.row_norm if self.feature_bound is None else self.feature_bound
-            return make_mirror_plan(
-                n_samples=n_samples,
-                n_groups=n_groups,
-                n_features=n_features,
-                n_iter=self.n_iter,
-                l1_radius=self.l1_radius,
-                feature_bound=bound,
-                fit_intercept=self.fit_intercept,
-                max_loss=self.max_loss,
-                l2=self.alpha,
-            )
-        return make_saddle_plan(
-            n_samples=n_samples,
-            n_groups=n_groups,
-            row_norm=self._effective_row_norm(),
-            n_iter=self.n_iter,
-            learning_rate=self.learning_rate,
-            eta_p=self.eta_p,
-            l2=self.alpha,
-            clip_norm=self.max_grad_norm,
-            max_loss=self.max_loss,
-            n_params=n_features + int(self.fit_intercept),
-            weight_cap=self.weight_cap,
-            precondition=self.precondition,
-            momentum=self.momentum,
-            neighbouring=self.neighbouring,
-        )
+    def _saddle_solver(self):
+        """The solver object named by ``solver`` (the one place it is read)."""
+        return self._saddle_solvers[self.solver]
 
     def _check_settings(self):
         """Refuse combinations of parameters that have no valid accounting."""
-        if self.neighbouring != "add-remove":
-            return
-        if self.solver != "gda":
-            raise ValueError(
-                "neighbouring='add-remove' is supported by solver='gda' only: "
-                "'mirror' splits the rows into batches by n, which add-remove "
-                "keeps private."
-            )
+        self._saddle_solver().check_neighbouring(self.neighbouring)
         check_add_remove_delta(self.neighbouring, self.delta)
 
     def _declared_groups(self):
@@ -435,6 +413,46 @@ class DPSaddlePointClassifier(
         if len(set(groups.tolist())) != groups.size:
             raise ValueError(f"groups has duplicate labels: {groups.tolist()!r}.")
         return groups
+
+    def _problem(self, n_samples, n_groups, n_features):
+        """The public inputs of a fit of this size."""
+        return SaddleProblem(
+            n_samples=n_samples,
+            n_groups=n_groups,
+            n_features=n_features,
+            fit_intercept=self.fit_intercept,
+            neighbouring=self.neighbouring,
+            n_iter=self.n_iter,
+            learning_rate=self.learning_rate,
+            group_step=self.eta_p,
+            momentum=self.momentum,
+            weight_cap=self.weight_cap,
+            l2=self.alpha,
+            precondition=self.precondition,
+            l1_radius=self.l1_radius,
+            row_norm=self.row_norm,
+            feature_bound=self.feature_bound,
+            clip_norm=self.max_grad_norm,
+            max_loss=self.max_loss,
+        )
+
+    def _plan(self, n_samples, n_groups, n_features):
+        """The solver's privacy plan of a fit of this size (public inputs only)."""
+        problem = self._problem(n_samples, n_groups, n_features)
+        return self._saddle_solver().plan(problem)
+
+    def _delta(self, plan):
+        return resolve_delta(self.delta, plan.n_samples)
+
+    def _calibrated(self, plan):
+        """``(noise_multiplier, planned spend)`` meeting the target."""
+        return calibrate_noise_multiplier(
+            plan.events,
+            self.epsilon,
+            self._delta(plan),
+            neighbouring=self.neighbouring,
+            accountant="pld",
+        )
 
     def privacy_plan(self, n_samples, n_classes=None, *, n_groups=None, n_features=1):
         """Noise and privacy of a fit on ``n_samples`` rows, without any data.
@@ -472,23 +490,9 @@ class DPSaddlePointClassifier(
                     "`groups` declared)."
                 )
             n_groups = self._declared_groups().size
-        _, z, spent, delta = self._calibrated_plan(
-            int(n_samples), int(n_groups), int(n_features)
-        )
-        return z, spent, delta
-
-    def _calibrated_plan(self, n_samples, n_groups, n_features):
-        """Return ``(plan, noise_multiplier, planned spend, delta)``."""
-        plan = self._plan(n_samples, n_groups, n_features)
-        delta = default_delta(n_samples) if self.delta is None else self.delta
-        z, spent = calibrate_noise_multiplier(
-            plan.events,
-            self.epsilon,
-            delta,
-            neighbouring=self.neighbouring,
-            accountant="pld",
-        )
-        return plan, z, spent, delta
+        plan = self._plan(int(n_samples), int(n_groups), int(n_features))
+        z, spent = self._calibrated(plan)
+        return z, spent, self._delta(plan)
 
     def _resolve_groups(self, sensitive_features, n_samples):
         """Return ``(groups, codes)``; warn when the group set is read from data."""
@@ -509,7 +513,7 @@ class DPSaddlePointClassifier(
                 "which privacy_spent_ does not cover (a rare group label reveals "
                 "that someone has it). Declare the public set with groups=[...].",
                 PrivacyLeakWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
             return groups, codes
         groups = self._declared_groups()
@@ -532,6 +536,10 @@ class DPSaddlePointClassifier(
         -------
         self : DPSaddlePointClassifier
         """
+        return self._fit_private(self._validated(X, y, sensitive_features))
+
+    def _validated(self, X, y, sensitive_features):
+        """Check the inputs against their public sets; no state changes."""
         self._check_settings()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
@@ -546,58 +554,56 @@ class DPSaddlePointClassifier(
         )
         labels = (y == classes[1]).astype(int)
         groups, codes = self._resolve_groups(sensitive_features, X.shape[0])
-        plan, z, _, delta = self._calibrated_plan(X.shape[0], groups.size, X.shape[1])
-        rng = np.random.default_rng(
-            check_random_state(self.random_state).randint(2**31)
+        return _FitData(
+            rows=SaddleRows(X=X, y=labels, group_codes=codes),
+            problem=self._problem(X.shape[0], groups.size, X.shape[1]),
+            classes=classes,
+            groups=groups,
         )
-        with enable_progress(self.verbose):
-            if self.solver == "mirror":
-                w, p, events = run_saddle_mirror(
-                    X,
-                    labels,
-                    codes,
-                    plan,
-                    z,
-                    fit_intercept=self.fit_intercept,
-                    rng=rng,
-                    verbose=self.verbose,
-                )
-            else:
-                w, p, events = run_saddle_gda(
-                    X,
-                    labels,
-                    codes,
-                    plan,
-                    z,
-                    row_norm=self._effective_row_norm(),
-                    fit_intercept=self.fit_intercept,
-                    rng=rng,
-                    verbose=self.verbose,
-                )
-        # The draws' pure-DP cap can put the best order at the end of the grid
-        # on tiny data; the spend is valid and within the target either way.
-        spent = account(
-            events,
-            delta,
+
+    def _plan_fit(self, data, rng):
+        problem = data.problem
+        return self._plan(problem.n_samples, problem.n_groups, problem.n_features)
+
+    def _calibrate(self, plan):
+        return self._calibrated(plan)[0]
+
+    def _schedule(self, plan, noise_multiplier, data):
+        return self._saddle_solver().schedule(data.problem, plan, noise_multiplier)
+
+    def _run(self, schedule, noise_multiplier, data, rng):
+        return self._saddle_solver().run(
+            data.rows,
+            data.problem,
+            schedule,
+            noise_multiplier,
+            rng=rng,
+            verbose=self.verbose,
+        )
+
+    def _account(self, plan, result):
+        return account(
+            result.events,
+            self._delta(plan),
             neighbouring=self.neighbouring,
-            warn=self.solver != "mirror",
+            warn=self._saddle_solver().warn_at_grid_edge,
             accountant="pld",
         )
-        if spent.epsilon > self.epsilon * (1 + 1e-9):
-            raise RuntimeError("Internal error: the run spent more than its target.")
+
+    def _set_fitted(self, data, plan, noise_multiplier, result, spent, rng):
+        w = result.coef
         if self.fit_intercept:
             self.coef_, self.intercept_ = w[None, :-1].copy(), w[-1:].copy()
         else:
             self.coef_, self.intercept_ = w[None, :].copy(), np.zeros(1)
-        self.classes_ = classes
-        self.groups_ = groups
-        self.group_weights_ = p
-        self.n_iter_ = plan.n_iter
-        self.noise_multiplier_ = z
-        self.draw_ranges_ = plan.draw_ranges(z) if self.solver == "mirror" else None
-        self.delta_ = delta
+        self.classes_ = data.classes
+        self.groups_ = data.groups
+        self.group_weights_ = result.group_weights
+        self.n_iter_ = result.n_iter
+        self.noise_multiplier_ = noise_multiplier
+        self.draw_ranges_ = result.draw_ranges
+        self.delta_ = self._delta(plan)
         self.privacy_spent_ = spent
-        return self
 
     def group_report(self, X, y, sensitive_features=None):
         """Per-group size, log-loss and accuracy on ``(X, y)`` (not private).

@@ -1,0 +1,224 @@
+"""The run of noisy gradient descent-ascent: first releases, then the steps.
+
+Before the first step the run releases the group counts (and, with the
+preconditioner, the second-moment matrix); every step then releases the
+weighted gradient sum, on which the model player steps, and the group loss
+sums, on which the adversary steps. The model returned averages the last
+iterates (:attr:`GDASchedule.tail_fraction`).
+
+Only the releases read the rows (their sensitivities: :mod:`._plan`);
+everything between them (the floor on the noisy counts, the cap on the
+adversary's weights, the exponentiated-gradient step on the noisy group
+losses, the heavy-ball step, the averaging) is post-processing.
+"""
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ...accounting import Neighbouring
+from .._rows import row_scores
+from .._saddle import SaddleResult, release_group_counts
+from ._releases import (
+    Preconditioner,
+    group_loss_sums,
+    project_rows,
+    release_preconditioner,
+    weighted_gradient,
+)
+from ._schedule import GDASchedule
+
+__all__ = ["project_capped_simplex", "run_gda"]
+
+logger = logging.getLogger("skdp")
+
+#: With ``verbose``, a progress line every this many steps.
+_LOG_INTERVAL = 50
+
+
+@dataclass(frozen=True)
+class _Game:
+    """What the first releases fix for every step.
+
+    Attributes
+    ----------
+    schedule : GDASchedule
+        At the released size under add/remove.
+    denominators : ndarray of shape (n_groups,)
+        The noisy group counts, floored.
+    caps : ndarray of shape (n_groups,) or None
+        Caps of the adversary's weights.
+    loss_std : float or None
+        Noise std of the loss sums (None with one group).
+    preconditioner : Preconditioner or None
+    """
+
+    schedule: GDASchedule
+    denominators: np.ndarray
+    caps: np.ndarray | None
+    loss_std: float | None
+    preconditioner: Preconditioner | None
+
+
+@dataclass
+class _Iterates:
+    """The players' state between steps.
+
+    Attributes
+    ----------
+    w : ndarray
+        The model (intercept last).
+    w_prev : ndarray
+        The model one step earlier (the heavy ball's memory).
+    p : ndarray
+        The adversary's group weights.
+    w_sum : ndarray
+        Sum of the averaged iterates so far.
+    """
+
+    w: np.ndarray
+    w_prev: np.ndarray
+    p: np.ndarray
+    w_sum: np.ndarray
+
+
+def run_gda(rows, problem, schedule, noise_multiplier, *, rng, verbose=0):
+    """Noisy gradient descent-ascent on the worst-group logistic loss.
+
+    Parameters and result as :meth:`skdp._solvers._saddle.SaddleSolver.run`;
+    ``schedule`` is a :class:`GDASchedule`. The model is the average of the
+    last :attr:`GDASchedule.tail_fraction` of the iterates, the group weights
+    the adversary's last ``p``.
+    """
+    plan = schedule.plan
+    data = project_rows(rows, plan.row_norm, problem.fit_intercept)
+    game = _first_releases(data, schedule, noise_multiplier, rng)
+    iterates = _start(data, game)
+    first_averaged = game.schedule.first_averaged_step
+    for step in range(plan.n_iter):
+        _step(iterates, data, game, rng)
+        if step >= first_averaged:
+            iterates.w_sum += iterates.w
+        if verbose and (step + 1) % _LOG_INTERVAL == 0:
+            logger.info(
+                "step %d/%d done (no loss shown: it would read the data unprotected)",
+                step + 1,
+                plan.n_iter,
+            )
+    return SaddleResult(
+        coef=iterates.w_sum / (plan.n_iter - first_averaged),
+        group_weights=iterates.p,
+        events=plan.events(noise_multiplier),
+        n_iter=plan.n_iter,
+    )
+
+
+def _first_releases(data, schedule, noise_multiplier, rng):
+    """Release the group counts and, if planned, the second-moment matrix.
+
+    The counts are released when there are groups or ``n`` is private (else
+    they are ``n``); under add/remove the schedule then reads their total.
+    """
+    plan = schedule.plan
+    stds = plan.noise_stds(noise_multiplier)
+    counts = release_group_counts(
+        data.codes, plan.n_groups, stds.count, plan.n_samples, rng
+    )
+    denominators = np.maximum(counts, schedule.policy.min_count)
+    if plan.neighbouring is Neighbouring.ADD_REMOVE:
+        schedule = schedule.at_released_size(denominators.sum())
+    caps = schedule.group_caps(denominators)
+    preconditioner = None
+    if plan.second_moment_share:
+        preconditioner = release_preconditioner(
+            data,
+            plan.second_moment_std(noise_multiplier),
+            schedule.n_samples,
+            schedule.policy.precondition_ridge,
+            rng,
+        )
+    return _Game(schedule, denominators, caps, stds.loss, preconditioner)
+
+
+def _start(data, game):
+    """The zero model and the uniform adversary (projected on its caps)."""
+    n_groups = game.denominators.size
+    w = np.zeros(data.n_coef)
+    p = project_capped_simplex(np.full(n_groups, 1.0 / n_groups), game.caps)
+    return _Iterates(w=w, w_prev=w, p=p, w_sum=np.zeros_like(w))
+
+
+def _step(iterates, data, game, rng):
+    """One step of both players, both from the scores of the current model."""
+    scores = row_scores(iterates.w, data.X, data.scale, data.fit_intercept)
+    w_next = _model_step(iterates, scores, data, game, rng)
+    iterates.w_prev = iterates.w
+    if game.denominators.size > 1:
+        iterates.p = _adversary_step(iterates.p, scores, data, game, rng)
+    iterates.w = w_next
+
+
+def _model_step(iterates, scores, data, game, rng):
+    """Release the noisy weighted gradient sum; return the heavy-ball step.
+
+    The row weights ``v_k = p_k / n_k`` come from earlier releases, so the
+    sum's sensitivity ``2 C max_k v_k`` is fixed before the rows are read.
+    """
+    schedule, w = game.schedule, iterates.w
+    weights = iterates.p / game.denominators
+    heaviest = weights.max()
+    grad = weighted_gradient(scores, data, weights[data.codes], schedule.plan.clip_norm)
+    grad += rng.normal(0.0, schedule.gradient_std * heaviest, size=grad.shape)
+    direction = grad + schedule.l2 * w
+    if game.preconditioner is None:
+        step_size = schedule.model_step(heaviest)
+    else:
+        step_size = schedule.preconditioned_step(
+            heaviest, game.preconditioner.walk_trace
+        )
+        direction = game.preconditioner.matrix @ direction
+    return w - step_size * direction + schedule.momentum * (w - iterates.w_prev)
+
+
+def _adversary_step(p, scores, data, game, rng):
+    """Release the noisy group loss sums; return the adversary's new weights.
+
+    An exponentiated-gradient step on the per-row losses, projected onto the
+    capped simplex.
+    """
+    schedule, denominators = game.schedule, game.denominators
+    plan = schedule.plan
+    loss_sums = group_loss_sums(scores, data, plan.max_loss, plan.n_groups)
+    noisy_losses = loss_sums + rng.normal(0.0, game.loss_std, size=plan.n_groups)
+    log_p = (
+        np.log(np.maximum(p, 1e-300))
+        + schedule.group_step * noisy_losses / denominators
+    )
+    return project_capped_simplex(np.exp(log_p - logsumexp(log_p)), game.caps)
+
+
+def project_capped_simplex(p, caps):
+    """KL projection of a probability vector onto ``{q <= caps, sum q = 1}``.
+
+    The projection is ``q_k = min(caps_k, tau p_k)`` with ``tau`` chosen so
+    that ``q`` sums to one; entries that hit their cap are fixed and the rest
+    rescaled until none exceeds its cap (at most ``len(p)`` rounds). Requires
+    ``caps.sum() >= 1``; ``caps=None`` returns ``p``.
+    """
+    if caps is None:
+        return p
+    q = p.copy()
+    fixed = np.zeros(p.size, dtype=bool)
+    for _ in range(p.size):
+        free = ~fixed
+        q[fixed] = caps[fixed]
+        mass = p[free].sum()
+        rest = 1.0 - caps[fixed].sum()
+        q[free] = p[free] * (rest / mass) if mass > 0 else rest / free.sum()
+        over = free & (q > caps)
+        if not over.any():
+            break
+        fixed |= over
+    return np.minimum(q, caps)
