@@ -4,7 +4,6 @@ import numpy as np
 from scipy.special import expit, softmax
 from sklearn.utils.validation import check_is_fitted
 
-from .._solvers._rows import loss_row_norm
 from ..utils._sklearn import validate_data
 
 __all__ = ["LinearClassifierPredictMixin"]
@@ -16,10 +15,6 @@ class LinearClassifierPredictMixin:
     Binary models hold ``coef_`` of shape ``(1, n_features)`` and score the
     positive class ``classes_[1]`` with a 1-d ``decision_function``.
     """
-
-    def _effective_row_norm(self):
-        """Alias of :func:`~skdp._solvers._rows.loss_row_norm` (issue 24: moved)."""
-        return loss_row_norm(self.row_norm, self.fit_intercept)
 
     def decision_function(self, X):
         """Scores: 1-d for binary problems, ``(n, n_classes)`` otherwise."""

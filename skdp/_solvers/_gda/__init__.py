@@ -22,7 +22,7 @@ solvers share (:class:`skdp._solvers._saddle.SaddleSolver`).
 from dataclasses import dataclass, field
 
 from .._saddle import SaddleSolver
-from ._plan import GDAPlan, ReleaseNoise, loss_row_norm, make_gda_plan
+from ._plan import GDAPlan, ReleaseNoise, make_gda_plan
 from ._policy import GDAPolicy
 from ._run import project_capped_simplex, run_gda
 from ._schedule import GDASchedule, make_gda_schedule
@@ -33,7 +33,6 @@ __all__ = [
     "GDASchedule",
     "GDASolver",
     "ReleaseNoise",
-    "loss_row_norm",
     "make_gda_plan",
     "make_gda_schedule",
     "project_capped_simplex",

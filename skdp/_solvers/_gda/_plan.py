@@ -51,9 +51,10 @@ import math
 from dataclasses import dataclass
 
 from ...accounting import GaussianEvent, Neighbouring, logistic_constants
+from .._rows import loss_row_norm
 from .._saddle import histogram_sensitivity
 
-__all__ = ["GDAPlan", "ReleaseNoise", "loss_row_norm", "make_gda_plan"]
+__all__ = ["GDAPlan", "ReleaseNoise", "make_gda_plan"]
 
 
 @dataclass(frozen=True)
@@ -183,11 +184,6 @@ class GDAPlan:
             z_moment = float(noise_multiplier) / math.sqrt(self.second_moment_share)
             events.append(GaussianEvent(z_moment))
         return events
-
-
-def loss_row_norm(row_norm, fit_intercept):
-    """Bound on the rows fed to the loss: the intercept's column of ones added."""
-    return math.sqrt(row_norm**2 + 1.0) if fit_intercept else float(row_norm)
 
 
 def make_gda_plan(problem, policy):
