@@ -40,6 +40,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from scipy import integrate, stats
 
 try:
     import skdp  # noqa: F401
@@ -55,8 +56,9 @@ from skdp.accounting import (
     calibrate_noise_multiplier,
     gradient_step_lipschitz,
     logistic_constants,
+    poisson_gaussian_rdp,
 )
-from skdp.accounting import _accountant as skdp_accountant_module
+from skdp.accounting._last_iterate import position_coefficients
 from skdp.exceptions import OrderGridWarning
 
 try:
@@ -131,9 +133,7 @@ def timed(fn, repeats, *, before=None):
 
 def clear_skdp_cache():
     """Drop skdp's cache of last-iterate coefficients (a cold calibration)."""
-    cache = getattr(skdp_accountant_module, "_COEFFICIENT_CACHE", None)
-    if cache is not None:
-        cache.clear()
+    position_coefficients.cache_clear()
 
 
 def print_table(header, rows):
@@ -582,8 +582,6 @@ def quadrature_rdp(q, z, order):
     (Mironov, Talwar, Zhang 2019, Sec. 3); ``A_a - 1`` is integrated directly
     so the small RDP keeps its digits.
     """
-    from scipy import integrate, stats
-
     log_q, log_1mq = math.log(q), math.log1p(-q)
 
     def integrand(x):
@@ -600,8 +598,6 @@ def quadrature_rdp(q, z, order):
 
 def check_fractional_orders():
     """Table 3: single-step RDP at fractional orders, each library vs quadrature."""
-    from skdp.accounting import poisson_gaussian_rdp
-
     print(
         "**3. One step's RDP at fractional orders against numerical integration** "
         "(scipy.integrate.quad of A_a - 1; a check of table 1's epsilon gaps)"

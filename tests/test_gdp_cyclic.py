@@ -20,6 +20,11 @@ from skdp.accounting import (
     gradient_step_lipschitz,
     last_iterate_coefficient,
 )
+from skdp.accounting._gdp import (
+    cyclic_mu,
+    gaussian_dp_delta,
+    gaussian_mixture_dp_epsilon,
+)
 
 DELTA = 1e-5
 # epochs, lambda, z, GDP mu, epsilon from mu, skdp before (Rényi).
@@ -143,13 +148,7 @@ def test_shuffled_order_averages_the_positions():
     assert tight.epsilon <= account(public, DELTA, accountant="pld").epsilon
     assert tight.epsilon <= account(secret, DELTA).epsilon
     # The mixture's delta is the weighted mean of the positions' GDP deltas.
-    from skdp.accounting._pld import (
-        _cyclic_mu,
-        gaussian_dp_delta,
-        gaussian_mixture_dp_epsilon,
-    )
-
-    mus = _cyclic_mu(secret)
+    mus = cyclic_mu(secret)
     weights = secret.batch_weights
     mixed = sum(
         w * gaussian_dp_delta(tight.epsilon, m)

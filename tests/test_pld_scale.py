@@ -17,6 +17,7 @@ from scipy import integrate, special, stats
 
 from skdp.accounting import PoissonGaussianEvent, account, calibrate_noise_multiplier
 from skdp.accounting._pld import _step_lattice
+from skdp.accounting._policy import DEFAULT_POLICY
 
 # (n, noise multiplier, steps): DPLogisticRegression(epsilon=1,
 # neighbouring="add-remove").privacy_plan(n) before issue 21 (its Rényi
@@ -108,7 +109,15 @@ def test_step_rounding_never_lowers_a_cells_mean(direction, q, z, h):
     and compares it with the exact first moment by quadrature.
     """
     tau = 1e-12
-    lattice = _step_lattice(q, z, direction, h, tau)
+    lattice = _step_lattice(
+        q,
+        z,
+        direction,
+        h,
+        tau,
+        low=DEFAULT_POLICY.low_tail,
+        max_points=DEFAULT_POLICY.max_points,
+    )
     p, k_lo = lattice.p, lattice.offset
     remove = direction == "remove"
     weights = ((1 - q, 0.0), (q, 1.0)) if remove else ((1.0, 0.0),)

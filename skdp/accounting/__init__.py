@@ -1,20 +1,33 @@
-"""Privacy accounting: events, Rényi-DP curves, conversions and calibration.
+"""Privacy accounting: events, accountants, conversions and calibration.
 
 Pure numpy/scipy. Solvers describe what they ran as *events*
-(:class:`GaussianEvent`, :class:`PoissonGaussianEvent`,
-:class:`ExponentialMechanismEvent`, :class:`NoisyIterationEvent`); the
-:class:`RDPAccountant` turns them into a :class:`PrivacySpent`.
+(:class:`GaussianEvent`, :class:`GaussianSumEvent`,
+:class:`PoissonGaussianEvent`, :class:`RandomAllocationGaussianEvent`,
+:class:`ExponentialMechanismEvent`, :class:`NoisyIterationEvent`); an
+:class:`Accountant` (:class:`RDPAccountant`, :class:`GDPAccountant`,
+:class:`PLDAccountant`, :class:`TightestAccountant`) turns them into a
+:class:`PrivacySpent`; :func:`account` and :func:`calibrate_noise_multiplier`
+name the accountant by a string (``"rdp"``, ``"pld"``) or take one.
 """
 
-from ._accountant import NEIGHBOURING_RELATIONS, RDPAccountant, event_rdp
+from ._accountant import (
+    Accountant,
+    GDPAccountant,
+    PLDAccountant,
+    PrivacySpent,
+    RDPAccountant,
+    TightestAccountant,
+    compose_spent,
+)
 from ._allocation import allocation_rdp, allocation_rdp_add, allocation_rdp_remove
 from ._calibration import account, calibrate_noise_multiplier
+from ._event_rdp import event_rdp
 from ._last_iterate import (
     gradient_step_lipschitz,
     last_iterate_coefficient,
     logistic_constants,
 )
-from ._neighbouring import Neighbouring
+from ._neighbouring import NEIGHBOURING_RELATIONS, Neighbouring
 from ._rdp import (
     DEFAULT_ORDERS,
     gaussian_rdp,
@@ -23,10 +36,10 @@ from ._rdp import (
     pure_dp_rdp,
     rdp_to_epsilon,
 )
-from ._spent import PrivacySpent, compose_spent
 from .events import (
     ExponentialMechanismEvent,
     GaussianEvent,
+    GaussianSumEvent,
     NoisyIterationEvent,
     PoissonGaussianEvent,
     RandomAllocationGaussianEvent,
@@ -35,14 +48,19 @@ from .events import (
 __all__ = [
     "DEFAULT_ORDERS",
     "NEIGHBOURING_RELATIONS",
-    "Neighbouring",
+    "Accountant",
     "ExponentialMechanismEvent",
+    "GDPAccountant",
     "GaussianEvent",
+    "GaussianSumEvent",
+    "Neighbouring",
     "NoisyIterationEvent",
+    "PLDAccountant",
     "PoissonGaussianEvent",
     "PrivacySpent",
-    "RandomAllocationGaussianEvent",
     "RDPAccountant",
+    "RandomAllocationGaussianEvent",
+    "TightestAccountant",
     "account",
     "allocation_rdp",
     "allocation_rdp_add",

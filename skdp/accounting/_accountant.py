@@ -1,171 +1,282 @@
-"""The Rényi-DP accountant: events in, RDP curves and (epsilon, delta) out."""
+"""Accountants (events in, a valid (epsilon, delta) bound out) and their report.
 
-import functools
+Every accountant is built for a neighbouring relation and a grid of Rényi
+orders, composes events (``compose(event, count)``, chainable) and reports a
+:class:`PrivacySpent` at a delta. Each keeps the Rényi-DP curve of what it
+composed, a valid bound whatever else it reports and what compositions of
+reports fall back to; they differ in the conversion to (epsilon, delta):
+
+- :class:`RDPAccountant`: the Rényi conversion (``accountant="rdp"``).
+- :class:`GDPAccountant`: exact Gaussian DP, for compositions of Gaussian
+  mechanisms and cyclic runs (``_gdp.py``).
+- :class:`PLDAccountant`: the privacy loss distribution, exact for Gaussian
+  mechanisms and numerical for Poisson steps and random allocation
+  (``_pld.py``).
+- :class:`TightestAccountant`: the smaller valid bound of the Rényi and PLD
+  conversions (``accountant="pld"``).
+
+Names map to accountants in one place, :func:`make_accountant`. The report
+lives here too: a tight report keeps its events, and re-converting it at
+another delta (:meth:`PrivacySpent.at_delta`) or composing it
+(:func:`compose_spent`) asks :class:`TightestAccountant` again.
+"""
+
+import abc
 import math
-from collections import OrderedDict
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
-from scipy.special import logsumexp
 
-from ._last_iterate import last_iterate_coefficient
-from ._rdp import (
-    DEFAULT_ORDERS,
-    gaussian_rdp,
-    poisson_gaussian_rdp,
-    poisson_gaussian_rdp_replace_one,
-    pure_dp_rdp,
-    rdp_to_epsilon,
-)
-from ._spent import PrivacySpent
-from .events import (
-    ExponentialMechanismEvent,
-    GaussianEvent,
-    NoisyIterationEvent,
-    PoissonGaussianEvent,
-)
+from ._event_rdp import WEAK_TRIANGLE, event_rdp
+from ._neighbouring import Neighbouring
+from ._pld import PLDComposition
+from ._policy import DEFAULT_POLICY
+from ._rdp import DEFAULT_ORDERS, rdp_to_epsilon
 
-__all__ = ["NEIGHBOURING_RELATIONS", "RDPAccountant", "event_rdp"]
+__all__ = [
+    "ACCOUNTANTS",
+    "Accountant",
+    "GDPAccountant",
+    "PLDAccountant",
+    "PrivacySpent",
+    "RDPAccountant",
+    "TightestAccountant",
+    "compose_spent",
+    "composed",
+    "make_accountant",
+]
 
-NEIGHBOURING_RELATIONS = ("replace-one", "add-remove")
+# How the PLD names the replace-one bound it builds by chaining remove and add.
+_CHAIN = "(replace-one: remove, then add)"
 
 
-def _check_relation(neighbouring):
-    if neighbouring not in NEIGHBOURING_RELATIONS:
-        raise ValueError(
-            f"neighbouring must be one of {NEIGHBOURING_RELATIONS}, "
-            f"got {neighbouring!r}."
+@dataclass(frozen=True)
+class PrivacySpent:
+    """What a mechanism spent: a valid (epsilon, delta)-DP upper bound.
+
+    Keeps the whole Rényi curve so that several spends compose tightly
+    (:func:`compose_spent`), not only the final epsilon.
+
+    Attributes
+    ----------
+    epsilon : float
+    delta : float
+    accountant : str
+        The accountant that gave the bound: ``"rdp"`` (Rényi DP), ``"gdp"``
+        (exact Gaussian DP of a composition of Gaussian mechanisms) or
+        ``"pld"`` (numerical privacy loss distribution); see
+        :func:`skdp.accounting.account`.
+    bound : str
+        Which bound won at the optimal order (e.g. ``"cyclic-last-iterate"``).
+    neighbouring : str
+        ``"replace-one"`` or ``"add-remove"``.
+    order : float
+        The Rényi order at which the Rényi conversion was tightest (that of
+        the Rényi bound, also when another accountant gave ``epsilon``).
+    orders : tuple of float
+        The grid of Rényi orders.
+    rdp : tuple of float
+        The RDP curve on ``orders``: a valid bound whatever ``accountant`` is,
+        and what compositions fall back to.
+    events : tuple of (event, count)
+        What was accounted, kept when the tight accountants were asked for
+        (``account(..., accountant="pld")``), so that other deltas and
+        compositions can use them too; empty otherwise.
+    """
+
+    epsilon: float
+    delta: float
+    accountant: str
+    bound: str
+    neighbouring: str
+    order: float
+    orders: tuple
+    rdp: tuple
+    events: tuple = field(default=(), repr=False, compare=False)
+
+    def __repr__(self):
+        return (
+            f"PrivacySpent(epsilon={self.epsilon:.4g}, delta={self.delta:.3g}, "
+            f"bound={self.bound!r}, neighbouring={self.neighbouring!r}, "
+            f"order={self.order:g}, accountant={self.accountant!r})"
         )
-    return neighbouring
+
+    def at_delta(self, delta):
+        """The same spend, converted at another ``delta``."""
+        if self.events:
+            accountant = TightestAccountant(self.neighbouring, self.orders)
+            return composed(accountant, self.events).spent(delta, warn=False)
+        epsilon, index = rdp_to_epsilon(self.orders, self.rdp, delta, warn=False)
+        return PrivacySpent(
+            epsilon=epsilon,
+            delta=float(delta),
+            accountant=self.accountant,
+            bound=self.bound,
+            neighbouring=self.neighbouring,
+            order=_order_at(self.orders, index, epsilon),
+            orders=self.orders,
+            rdp=self.rdp,
+        )
+
+    def to_dict(self):
+        """A JSON-ready dict (without the curve)."""
+        out = asdict(self)
+        del out["orders"], out["rdp"], out["events"]
+        return out
 
 
-@functools.singledispatch
-def event_rdp(event, orders, neighbouring):
-    """RDP curve of one event and the name of the bound that gave it.
+def _order_at(orders, index, epsilon):
+    """The best order of a conversion (nan when no order gave a finite bound)."""
+    return float(orders[index]) if math.isfinite(epsilon) else math.nan
+
+
+def compose_spent(spents, *, delta=None):
+    """Compose several spends (adaptively, in any order) on their Rényi curves.
+
+    When every spend kept its events (``accountant="pld"``), the events are
+    also composed by the tight accountants and the smaller bound is reported.
 
     Parameters
     ----------
-    event : GaussianEvent, PoissonGaussianEvent, ExponentialMechanismEvent or
-        NoisyIterationEvent
-    orders : ndarray of shape (n_orders,)
-    neighbouring : {"replace-one", "add-remove"}
+    spents : iterable of PrivacySpent
+        Same order grid and neighbouring relation.
+    delta : float or None
+        Delta of the composed report. Default: the largest delta of the parts.
 
     Returns
     -------
-    rdp : ndarray of shape (n_orders,)
-    bounds : ndarray of str, shape (n_orders,)
-        Which bound is in force at each order.
+    PrivacySpent
     """
-    raise TypeError(
-        f"No RDP accountant rule for events of type {type(event).__name__}."
-    )
-
-
-def _named(curve, name):
-    return curve, np.full(curve.shape, name, dtype=object)
-
-
-@event_rdp.register
-def _(event: GaussianEvent, orders, neighbouring):
-    return _named(
-        event.count * gaussian_rdp(orders, event.noise_multiplier), "gaussian"
-    )
-
-
-@event_rdp.register
-def _(event: PoissonGaussianEvent, orders, neighbouring):
-    if event.sampling_rate >= 1.0:
-        # Every record in every step: a plain Gaussian (sensitivity 2 clip
-        # norms under replace-one), named as such.
-        z = event.noise_multiplier / (2.0 if neighbouring == "replace-one" else 1.0)
-        return _named(event.count * gaussian_rdp(orders, z), "gaussian")
-    if neighbouring == "add-remove":
-        curve = poisson_gaussian_rdp(
-            orders, event.sampling_rate, event.noise_multiplier
-        )
-        name = "poisson-subsampled-gaussian"
-    else:
-        curve = poisson_gaussian_rdp_replace_one(
-            orders, event.sampling_rate, event.noise_multiplier
-        )
-        name = "poisson-subsampled-gaussian (replace-one by weak triangle)"
-    return _named(event.count * curve, name)
-
-
-@event_rdp.register
-def _(event: ExponentialMechanismEvent, orders, neighbouring):
-    curve = pure_dp_rdp(orders, event.epsilon, bounded_range=event.bounded_range)
-    name = "bounded-range" if event.bounded_range else "pure-dp"
-    return _named(event.count * curve, name)
-
-
-_COEFFICIENT_CACHE = OrderedDict()
-_COEFFICIENT_CACHE_SIZE = 32
-
-
-def _position_coefficients(event):
-    """Per batch position, RDP slopes ``(composition, last-iterate)`` at z = 1.
-
-    Both bounds are ``a * coefficient / z^2``: the noise of every step scales
-    with ``z``, so the QP's optimum scales with ``1 / z^2``. Results are cached
-    on the unit schedule, so calibration solves the QPs once.
-    """
-    cached = _COEFFICIENT_CACHE.get(event._key)
-    if cached is not None:
-        _COEFFICIENT_CACHE.move_to_end(event._key)
-        return cached
-    n_batches = int(event.batch.max()) + 1
-    ratio = (event.sensitivity / event.noise_scale) ** 2 / 2.0
-    composition = np.bincount(event.batch, weights=ratio, minlength=n_batches)
-    last = np.full(n_batches, np.inf)
-    if event.lipschitz is not None:
-        for j in range(n_batches):
-            shift = np.where(event.batch == j, event.sensitivity, 0.0)
-            last[j] = last_iterate_coefficient(
-                shift, event.noise_scale, event.lipschitz
+    spents = list(spents)
+    if not spents:
+        raise ValueError("Nothing to compose: pass at least one PrivacySpent.")
+    first = spents[0]
+    for other in spents[1:]:
+        if other.orders != first.orders:
+            raise ValueError("Spends on different order grids cannot be composed.")
+        if other.neighbouring != first.neighbouring:
+            raise ValueError(
+                "Spends under different neighbouring relations cannot be composed: "
+                f"{first.neighbouring!r} and {other.neighbouring!r}."
             )
-    composition.setflags(write=False)
-    last.setflags(write=False)
-    _COEFFICIENT_CACHE[event._key] = composition, last
-    if len(_COEFFICIENT_CACHE) > _COEFFICIENT_CACHE_SIZE:
-        _COEFFICIENT_CACHE.popitem(last=False)
-    return composition, last
+    delta = max(s.delta for s in spents) if delta is None else float(delta)
+    rdp = np.sum([s.rdp for s in spents], axis=0)
+    bounds = []
+    for s in spents:
+        if s.bound not in bounds:
+            bounds.append(s.bound)
+    epsilon, index = rdp_to_epsilon(first.orders, rdp, delta)
+    if all(s.events for s in spents):
+        accountant = TightestAccountant(first.neighbouring, first.orders)
+        pairs = [pair for s in spents for pair in s.events]
+        tight = composed(accountant, pairs).spent(delta, warn=False)
+        if tight.epsilon < epsilon:
+            return replace(tight, bound=" + ".join(bounds))
+    return PrivacySpent(
+        epsilon=epsilon,
+        delta=delta,
+        accountant=first.accountant,
+        bound=" + ".join(bounds),
+        neighbouring=first.neighbouring,
+        order=_order_at(first.orders, index, epsilon),
+        orders=first.orders,
+        rdp=tuple(rdp.tolist()),
+    )
 
 
-@event_rdp.register
-def _(event: NoisyIterationEvent, orders, neighbouring):
-    if neighbouring != "replace-one":
-        raise ValueError(
-            "Cyclic or shuffled batches are accounted under replace-one only: adding "
-            "or removing a record shifts every later batch. Use neighbouring="
-            "'replace-one', or Poisson sampling for add/remove."
-        )
-    composition, last = _position_coefficients(event)
-    z2 = event.noise_multiplier**2
-    use_last = last < composition
-    slope = np.where(use_last, last, composition) / z2
-    order = "shuffled" if event.batch_weights is not None else "cyclic"
-    if event.batch_weights is None:
-        worst = int(np.argmax(slope))
-        name = "last-iterate" if use_last[worst] else "composition"
-        return _named(orders * slope[worst], f"{order}-{name}")
-    # Secret order: mixture over the record's position (joint convexity of
-    # p^a q^(1-a)): exp((a-1) D) <= sum_j w_j exp((a-1) a slope_j).
-    weights = event.batch_weights[: slope.size]
-    with np.errstate(divide="ignore"):
-        log_w = np.log(weights)
-    exponent = (orders[:, None] - 1.0) * orders[:, None] * slope[None, :]
-    curve = logsumexp(exponent + log_w[None, :], axis=1) / (orders - 1.0)
-    curve = np.minimum(curve, orders * slope[weights > 0].max())
-    if use_last[weights > 0].all():
-        name = "last-iterate"
-    elif not use_last[weights > 0].any():
-        name = "composition"
-    else:
-        name = "last-iterate/composition"
-    return _named(curve, f"{order}-{name}")
+class Accountant(abc.ABC):
+    """What turns privacy events into a valid (epsilon, delta) bound.
+
+    An accountant is built empty for a neighbouring relation and a grid of
+    Rényi orders, composes events and reports what they spent. It is the
+    contract :func:`~skdp.accounting.account` and
+    :func:`~skdp.accounting.calibrate_noise_multiplier` accept (``accountant=``
+    an instance: its kind and settings are used on a fresh copy).
+
+    Attributes
+    ----------
+    neighbouring : Neighbouring
+        The relation the reports hold for.
+    orders : ndarray of shape (n_orders,)
+        The grid of Rényi orders of the reports' curves.
+    """
+
+    @abc.abstractmethod
+    def compose(self, event, count=1):
+        """Add ``count`` repetitions of ``event``; returns ``self`` (chainable).
+
+        Parameters
+        ----------
+        event : event
+            One of :mod:`skdp.accounting.events`.
+        count : int, default=1
+
+        Returns
+        -------
+        self
+        """
+
+    @abc.abstractmethod
+    def spent(self, delta, *, warn=True):
+        """The :class:`PrivacySpent` of everything composed so far at ``delta``.
+
+        Parameters
+        ----------
+        delta : float in (0, 1)
+        warn : bool, default=True
+            Warn when the best Rényi order is at the end of the grid.
+
+        Returns
+        -------
+        PrivacySpent
+        """
+
+    @abc.abstractmethod
+    def fresh(self):
+        """An empty accountant of the same kind, relation, orders and settings.
+
+        Returns
+        -------
+        Accountant
+        """
+
+    def get_epsilon(self, delta, *, warn=True):
+        """Epsilon at ``delta`` of everything composed so far.
+
+        Parameters
+        ----------
+        delta : float in (0, 1)
+        warn : bool, default=True
+
+        Returns
+        -------
+        float
+        """
+        return self.spent(delta, warn=warn).epsilon
+
+    def calibration_stages(self):
+        """Empty accountants whose epsilons calibration searches, in turn.
+
+        Calibration brackets the noise on the first and continues below its
+        answer on each later one while that one meets the target (see
+        :func:`~skdp.accounting.calibrate_noise_multiplier`). Default: this
+        accountant alone.
+
+        Returns
+        -------
+        tuple of Accountant
+        """
+        return (self.fresh(),)
 
 
-class RDPAccountant:
+def composed(accountant, pairs):
+    """``accountant`` after composing every ``(event, count)`` of ``pairs``."""
+    for event, count in pairs:
+        accountant.compose(event, count)
+    return accountant
+
+
+class RDPAccountant(Accountant):
     """Rényi-DP accountant over a fixed grid of orders.
 
     Events compose by adding their RDP curves (Mironov 2017, Proposition 1);
@@ -185,11 +296,11 @@ class RDPAccountant:
     >>> acc = RDPAccountant(neighbouring="add-remove")
     >>> acc.compose(PoissonGaussianEvent(0.01, 1.1), count=1000).spent(1e-5).epsilon
     ... # doctest: +ELLIPSIS
-    1.6...
+    1.7...
     """
 
     def __init__(self, neighbouring="replace-one", orders=None):
-        self.neighbouring = _check_relation(neighbouring)
+        self.neighbouring = Neighbouring.parse(neighbouring)
         orders = DEFAULT_ORDERS if orders is None else orders
         self.orders = np.unique(np.asarray(orders, dtype=float))
         if self.orders.ndim != 1 or self.orders.size == 0 or self.orders[0] <= 1:
@@ -210,6 +321,10 @@ class RDPAccountant:
         self._rdp = self._rdp + count * curve
         self._parts.append((curve * count, bounds))
         return self
+
+    def fresh(self):
+        """An empty Rényi accountant on the same relation and orders."""
+        return RDPAccountant(self.neighbouring, self.orders)
 
     @property
     def rdp(self):
@@ -232,8 +347,272 @@ class RDPAccountant:
             delta=float(delta),
             accountant="rdp",
             bound=" + ".join(names) if names else "none",
-            neighbouring=self.neighbouring,
-            order=float(self.orders[index]) if math.isfinite(epsilon) else math.nan,
+            neighbouring=self.neighbouring.value,
+            order=_order_at(self.orders, index, epsilon),
             orders=tuple(self.orders.tolist()),
             rdp=tuple(self._rdp.tolist()),
+        )
+
+
+class _TightAccountant(Accountant):
+    """The Rényi record of the events and a tight conversion beside it.
+
+    Subclasses give the conversion (:meth:`_tight`); where it has no bound
+    for the events, the report's epsilon is infinite (a valid bound).
+    """
+
+    #: Name of the conversion in :attr:`PrivacySpent.accountant`.
+    name = None
+
+    def __init__(self, neighbouring="replace-one", orders=None, *, policy=None):
+        self._renyi = RDPAccountant(neighbouring, orders)
+        self._loss = PLDComposition(self._renyi.neighbouring)
+        self._pairs = []
+        self.policy = DEFAULT_POLICY if policy is None else policy
+
+    @property
+    def neighbouring(self):
+        """The relation the reports hold for."""
+        return self._renyi.neighbouring
+
+    @property
+    def orders(self):
+        """The grid of Rényi orders of the reports' curves."""
+        return self._renyi.orders
+
+    def compose(self, event, count=1):
+        """Add ``count`` repetitions of ``event``; returns ``self`` (chainable)."""
+        self._renyi.compose(event, count)
+        self._loss.compose(event, count)
+        self._pairs.append((event, count))
+        return self
+
+    def fresh(self):
+        """An empty accountant of the same kind, relation, orders and policy."""
+        return type(self)(self.neighbouring, self.orders, policy=self.policy)
+
+    @abc.abstractmethod
+    def _tight(self, delta, reference):
+        """``(epsilon, name)`` of the conversion at ``delta``, or None."""
+
+    def spent(self, delta, *, warn=True):
+        """The report of the tight conversion at ``delta`` (``inf`` if none).
+
+        ``warn`` is accepted for the contract; the Rényi epsilon here only
+        plans the conversion, so its end-of-grid warning does not apply.
+        """
+        renyi = self._renyi.spent(delta, warn=False)
+        found = self._tight(delta, renyi.epsilon)
+        if found is None:
+            return replace(renyi, epsilon=math.inf, accountant=self.name)
+        return _with_tight(renyi, *found)
+
+
+def _with_tight(spent, epsilon, accountant):
+    """``spent`` reporting a tight ``epsilon``, its bound named accordingly."""
+    bound = spent.bound
+    if accountant == "pld":
+        bound = bound.replace(WEAK_TRIANGLE, _CHAIN)
+    return replace(spent, epsilon=epsilon, accountant=accountant, bound=bound)
+
+
+class GDPAccountant(_TightAccountant):
+    """Exact Gaussian DP of compositions of Gaussian mechanisms and cyclic runs.
+
+    Covers :class:`~skdp.accounting.GaussianEvent`,
+    :class:`~skdp.accounting.GaussianSumEvent` (and Poisson events of rate
+    1), random allocation with one step an epoch, and cyclic or shuffled
+    :class:`~skdp.accounting.NoisyIterationEvent` runs under replace-one
+    (Dong, Roth and Su 2022; Bok, Su and Altschuler 2024: see
+    docs/accounting.md). For any other event the reported epsilon is
+    infinite. The report keeps the Rényi curve (``rdp``) for compositions.
+
+    Parameters
+    ----------
+    neighbouring, orders, policy
+        As in :class:`PLDAccountant`.
+
+    Examples
+    --------
+    >>> from skdp.accounting import GaussianEvent, GDPAccountant
+    >>> acc = GDPAccountant().compose(GaussianEvent(2.0), count=4)
+    >>> round(acc.spent(1e-5).epsilon, 3)
+    4.377
+    """
+
+    name = "gdp"
+
+    def _tight(self, delta, reference):
+        return self._loss.gaussian_epsilon(delta)
+
+
+class PLDAccountant(_TightAccountant):
+    """The privacy loss distribution: exact or numerical (epsilon, delta).
+
+    Exact Gaussian DP where every event is a Gaussian mechanism or a cyclic
+    run (as :class:`GDPAccountant`); the numerical PLD of Poisson-subsampled
+    Gaussian steps (with Gaussian releases) and of random allocation epochs,
+    under either relation (replace-one chained through the data set without
+    the record; docs/accounting.md, "Tighter than Rényi"). The lattice is
+    planned from the Rényi epsilon of the same events, and the bound carries
+    a rounding slack of about ``rel_slack`` of epsilon. For events outside
+    these cases, or a lattice past its size cap, the reported epsilon is
+    infinite.
+
+    Parameters
+    ----------
+    neighbouring : {"replace-one", "add-remove"}, default="replace-one"
+    orders : array-like of float or None
+        Rényi orders of the kept curve; default :data:`DEFAULT_ORDERS`.
+    rel_slack : float or None, default=None
+        Rounding slack of the numerical PLD as a share of epsilon; None: the
+        policy's report slack.
+    policy : AccountingPolicy or None, default=None
+        Tuning of the numerical accountants (``skdp.accounting._policy``);
+        None: the defaults.
+    """
+
+    name = "pld"
+
+    def __init__(
+        self, neighbouring="replace-one", orders=None, *, rel_slack=None, policy=None
+    ):
+        super().__init__(neighbouring, orders, policy=policy)
+        self.rel_slack = (
+            self.policy.pld_report_slack if rel_slack is None else float(rel_slack)
+        )
+
+    def fresh(self):
+        """An empty accountant of the same relation, orders, slack and policy."""
+        return PLDAccountant(
+            self.neighbouring, self.orders, rel_slack=self.rel_slack, policy=self.policy
+        )
+
+    def _tight(self, delta, reference):
+        return self._loss.epsilon(delta, reference, self.rel_slack, self.policy)
+
+
+class TightestAccountant(_TightAccountant):
+    """The smallest valid bound of the Rényi and the PLD conversions.
+
+    What ``accountant="pld"`` names: the Rényi-DP report first, then the
+    conversions of :class:`PLDAccountant` where they apply (at the policy's
+    search and report slacks), the smaller valid epsilon reported and named
+    in :attr:`PrivacySpent.accountant`. The report keeps its events, so that
+    :meth:`PrivacySpent.at_delta` and :func:`compose_spent` stay tight.
+    Calibration brackets the noise on the Rényi bound and continues below it
+    on the PLD while that meets the target.
+
+    Parameters
+    ----------
+    neighbouring : {"replace-one", "add-remove"}, default="replace-one"
+    orders : array-like of float or None
+        Rényi orders; default :data:`DEFAULT_ORDERS`.
+    policy : AccountingPolicy or None, default=None
+        Tuning of the numerical accountants (``skdp.accounting._policy``);
+        None: the defaults.
+    """
+
+    name = "pld"
+
+    def _tight(self, delta, reference):
+        """The smallest PLD bound over the search and report slacks.
+
+        The search's slack is among them, computed as the search computes
+        it, so the report is never above what calibration certified.
+        """
+        best = None
+        slacks = (self.policy.pld_search_slack, self.policy.pld_report_slack)
+        for rel_slack in dict.fromkeys(slacks):
+            found = self._loss.epsilon(delta, reference, rel_slack, self.policy)
+            if found is not None and (best is None or found[0] < best[0]):
+                best = found
+            if found is not None and found[1] == "gdp":
+                break  # exact: no slack to vary
+        return best
+
+    def spent(self, delta, *, warn=True):
+        """The smaller of the Rényi and the PLD report at ``delta``, with events.
+
+        Parameters
+        ----------
+        delta : float in (0, 1)
+        warn : bool, default=True
+            Warn when the Rényi report stands and its best order is at the end
+            of the grid.
+
+        Returns
+        -------
+        PrivacySpent
+        """
+        spent = self._renyi.spent(delta, warn=False)
+        tight = self._tight(delta, spent.epsilon)
+        spent = replace(spent, events=tuple(self._pairs))
+        if tight is None or not tight[0] < spent.epsilon:
+            if warn:
+                # Re-run the conversion for its end-of-grid warning only.
+                rdp_to_epsilon(spent.orders, spent.rdp, delta, warn=True)
+            return spent
+        return _with_tight(spent, *tight)
+
+    def calibration_stages(self):
+        """The Rényi accountant, then the PLD at the policy's search slack."""
+        search = PLDAccountant(
+            self.neighbouring,
+            self.orders,
+            rel_slack=self.policy.pld_search_slack,
+            policy=self.policy,
+        )
+        return RDPAccountant(self.neighbouring, self.orders), search
+
+
+#: Accountants by name, as ``account(..., accountant=name)`` takes them.
+ACCOUNTANTS = {"rdp": RDPAccountant, "pld": TightestAccountant}
+
+
+def make_accountant(accountant, neighbouring="replace-one", orders=None):
+    """An empty accountant named by ``accountant``, or a fresh copy of one.
+
+    Parameters
+    ----------
+    accountant : {"rdp", "pld"} or Accountant
+        A name of :data:`ACCOUNTANTS`, or an accountant whose kind and
+        settings to use (it is not changed).
+    neighbouring : {"replace-one", "add-remove"}, default="replace-one"
+        Must be the accountant's own relation when one is given.
+    orders : array-like of float or None
+        For a name, the Rényi orders (None: the default grid); for an
+        accountant, None or its own orders.
+
+    Returns
+    -------
+    Accountant
+    """
+    if isinstance(accountant, Accountant):
+        _check_same_setting(accountant, neighbouring, orders)
+        return accountant.fresh()
+    if not isinstance(accountant, str) or accountant not in ACCOUNTANTS:
+        raise ValueError(
+            f"accountant must be one of {tuple(ACCOUNTANTS)} or an Accountant, "
+            f"got {accountant!r}."
+        )
+    return ACCOUNTANTS[accountant](neighbouring, orders)
+
+
+def _check_same_setting(accountant, neighbouring, orders):
+    """Refuse a relation or orders other than the given accountant's own."""
+    relation = Neighbouring.parse(neighbouring)
+    own = Neighbouring.parse(accountant.neighbouring)
+    if relation is not own:
+        raise ValueError(
+            f"The accountant is for neighbouring={own.value!r} "
+            f"but neighbouring={relation.value!r} was asked for; build the "
+            "accountant for that relation, or pass the relation it was built for."
+        )
+    if orders is not None and not np.array_equal(
+        np.unique(np.asarray(orders, dtype=float)), accountant.orders
+    ):
+        raise ValueError(
+            "orders differ from the accountant's own; build the accountant with "
+            "them, or leave orders=None."
         )

@@ -78,15 +78,15 @@ capped by the plain Gaussian bound ``2 a / z^2`` (the step's sum moves by at
 most 2 clip norms).
 """
 
-import functools
 import math
 
 import numpy as np
 from scipy import special
 
-from ._accountant import _named, event_rdp
-from ._rdp import _as_orders
-from .events import RandomAllocationGaussianEvent
+from ._cache import bounded_cache
+from ._neighbouring import Neighbouring
+from ._policy import DEFAULT_POLICY
+from ._rdp import _as_orders, weak_triangle
 
 __all__ = [
     "allocation_rdp",
@@ -94,13 +94,17 @@ __all__ = [
     "allocation_rdp_remove",
 ]
 
-# Highest integer order of the exact remove-direction series; above it the
-# Gaussian cap is used (the series costs O(order^2 log t)).
+# Highest integer order of the exact remove-direction series, the range the
+# public curves promise exact; above it the Gaussian cap (the series costs
+# O(order^2 log t); docs/benchmarks.md, "Random allocation accounting").
 _MAX_SERIES_ORDER = 512
 # Quadrature grids of the add direction: log-normal in standard units, and
-# log s of the Laplace integral (its two tails are bounded, not dropped).
+# log s of the Laplace integral (its two tails are bounded, not dropped). The
+# allowance below rests on their accuracy.
 _Z_GRID = np.arange(-12.0, 12.0 + 1e-9, 0.02)
 _LOG_S_LO, _LOG_S_HI, _LOG_S_STEP = -30.0, 25.0, 0.01
+# Rows of the log s grid evaluated at once (memory only; results do not
+# depend on it).
 _LOG_S_CHUNK = 256
 # Relative allowance added to each quadrature moment (its accuracy is far
 # better; see tests/test_allocation_accounting.py).
@@ -125,7 +129,7 @@ def _log_series_product(a, b):
     return special.logsumexp(a[None, :] + shifted, axis=1)
 
 
-@functools.lru_cache(maxsize=64)
+@bounded_cache(DEFAULT_POLICY.allocation_cache_size)
 def _log_remove_moments(steps, z):
     """``log E_Q[Ybar^k]`` for ``k = 0 .. _MAX_SERIES_ORDER`` (exact series).
 
@@ -184,7 +188,7 @@ def allocation_rdp_remove(orders, steps_per_epoch, noise_multiplier):
     return np.where(inside, np.minimum(exact, _gaussian_cap(integer, z)), cap)
 
 
-@functools.lru_cache(maxsize=64)
+@bounded_cache(DEFAULT_POLICY.allocation_cache_size)
 def _add_direction_grid(steps, z):
     """``t log phi(s / t)`` on the grid of ``log s`` (module docstring)."""
     mean, sd = -0.5 / (z * z), 1.0 / z
@@ -240,9 +244,8 @@ def allocation_rdp_add(orders, steps_per_epoch, noise_multiplier):
 
     Parameters
     ----------
-    orders : array-like of float
-    steps_per_epoch : int
-    noise_multiplier : float
+    orders, steps_per_epoch, noise_multiplier
+        As in :func:`allocation_rdp_remove`.
 
     Returns
     -------
@@ -265,8 +268,8 @@ def allocation_rdp(orders, steps_per_epoch, noise_multiplier, neighbouring):
     """RDP of one epoch of random allocation under ``neighbouring``.
 
     Add/remove: the larger of the two directions. Replace-one: remove then
-    add, by the weak triangle inequality, capped by ``2 a / z^2`` (module
-    docstring).
+    add, by the weak triangle inequality, capped by the plain Gaussian bound
+    of the replace-one sensitivity, ``2 a / z^2`` (module docstring).
 
     Parameters
     ----------
@@ -280,23 +283,15 @@ def allocation_rdp(orders, steps_per_epoch, noise_multiplier, neighbouring):
     rdp : ndarray of shape (n_orders,)
     """
     orders = _as_orders(orders)
+    relation = Neighbouring.parse(neighbouring)
     t, z = int(steps_per_epoch), float(noise_multiplier)
-    if neighbouring == "add-remove":
+    if relation is Neighbouring.ADD_REMOVE:
         return np.maximum(
             allocation_rdp_remove(orders, t, z), allocation_rdp_add(orders, t, z)
         )
-    chained = (orders - 0.5) / (orders - 1.0) * allocation_rdp_remove(
-        2.0 * orders, t, z
-    ) + allocation_rdp_add(2.0 * orders - 1.0, t, z)
-    return np.minimum(chained, 2.0 * orders / (z * z))
-
-
-@event_rdp.register
-def _(event: RandomAllocationGaussianEvent, orders, neighbouring):
-    curve = allocation_rdp(
-        orders, event.steps_per_epoch, event.noise_multiplier, neighbouring
+    chained = weak_triangle(
+        orders,
+        lambda at: allocation_rdp_remove(at, t, z),
+        lambda at: allocation_rdp_add(at, t, z),
     )
-    name = "random-allocation"
-    if neighbouring == "replace-one":
-        name += " (replace-one by weak triangle)"
-    return _named(event.epochs * curve, name)
+    return np.minimum(chained, _gaussian_cap(orders, z / relation.sum_factor))

@@ -16,11 +16,12 @@ follow-up to "Privacy amplification by random allocation", 2025):
 Epochs use fresh allocations: their losses are independent and add
 (adaptive composition of dominating pairs: Zhu, Dong and Wang 2022,
 Theorem 10). Replace-one chains remove and add through the data set without
-the record, as for Poisson steps (``_pld.pld_epsilon``).
+the record, as for Poisson steps (``_pld.py``).
 
-How the bound stays valid: the construction of ``_pld.py`` (same lattice
-class, rounding, trimming, convolution and floating-point bookkeeping) is
-used twice, first on the *sum* of an epoch, then on the *loss*.
+How the bound stays valid: the construction of ``_pld.py`` (the same
+lattices of ``_lattice.py``: rounding, trimming, convolution and
+floating-point bookkeeping) is used twice, first on the *sum* of an epoch,
+then on the *loss*.
 
 1. **The sum.** Write ``X = S`` (remove) or ``X = -S`` (add), so that a
    larger ``X`` never lowers the loss. Each summand ``sign * V_j`` is rounded
@@ -30,7 +31,7 @@ used twice, first on the *sum* of an epoch, then on the *loss*.
    the up-probability of a cell is bounded by the normal's first moment
    (remove), and ``b - V`` is concave, bounded by Jensen's inequality at
    ``E[g | cell]`` (add). The summands are then composed by repeated squaring
-   with re-rounding (``_Lattice.power``). Tails: the one that raises the
+   with re-rounding (``Lattice.power``). Tails: the one that raises the
    loss goes to ``+inf`` (counted in delta), the other is moved in (the
    loss only grows). By Azuma-Hoeffding, ``X <= X_R + s_S`` except with
    probability ``eta_S``, ``s_S = h0 sqrt(V log(1/eta_S) / 2)``.
@@ -39,7 +40,7 @@ used twice, first on the *sum* of an epoch, then on the *loss*.
    the loss is monotone in ``S``, so the shift is applied inside the log
    and nothing is linearised. That loss is rounded at random onto a loss
    lattice (up-probability at least the position, as in
-   ``_Lattice.coarsen``), and ``eta_S`` joins the lattice's absolute
+   ``Lattice.coarsen``), and ``eta_S`` joins the lattice's absolute
    floating-point allowance (``slack``): the true loss is at most the
    lattice's except on an event of that probability, which a mass added
    anywhere (even at ``+inf``) covers.
@@ -54,53 +55,20 @@ the Rényi one.
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
-from ._pld import (
-    _ETA_SHARE,
-    _FN_RTOL,
-    _LOW_TAIL,
-    _MAX_POINTS,
-    _MAX_STEP_POINTS,
-    _STEP_TAIL_SHARE,
-    _TAIL_SHARE,
-    _UNIT_ROUNDOFF,
-    _UP_NUDGE,
-    _chained_epsilon,
-    _Lattice,
-    _level_spacings,
-    _normal_pieces,
-    _TooLarge,
-    _with_errors,
-)
+from . import _lattice
+from ._neighbouring import Neighbouring
+from ._policy import DEFAULT_POLICY
 
-__all__ = ["allocation_pld_epsilon"]
+__all__ = ["allocation_epsilon", "allocation_pld_epsilon"]
 
-# Share of the epsilon slack given to the sums' Hoeffding term (the loss
-# lattices get the rest).
-_SUM_SLACK_SHARE = 0.5
-# Share of an epoch's failure probability given to the sums' Hoeffding term.
-_SUM_ETA_SHARE = 0.5
-# Add direction: mass of each summand's upper tail moved down (it lowers the
-# sum, so the loss only grows; a large summand makes the loss very negative,
-# so this costs little tightness and shortens the lattice).
-_ADD_INNER_TAIL = 1e-3
-# Add direction: the sum's slack is planned for sums near exp(-eps / sqrt(E))
-# (the loss is -log of the sum; E epochs), the exponent capped at this value.
-_ADD_SCALE_CAP = 8.0
-# Share of the floating-point budget of the sums' convolutions.
-_FP_SHARE = 1e-2
-# Largest summand lattice (points); a wider one is built coarser (a larger,
-# still valid, slack).
-_SUM_STEP_POINTS = 1 << 18
-# Largest sum lattice; past it the caller keeps the Rényi bound (at tiny
-# deltas the sums' convolutions are direct, quadratic in their length).
-_SUM_MAX_POINTS = 1 << 20
-# Largest direct convolution (products) of any lattice here: past it the
-# caller keeps the Rényi bound (a few seconds each on one core).
-_MAX_DIRECT = 1 << 35
+# Replace-one add hop: the exponent of its budget scale is capped here, so
+# the scale never underflows.
+_MAX_HOP_EXPONENT = 50.0
 
 
 def _summand_range(mean, z, t, sign, tau, low):
@@ -119,48 +87,40 @@ def _summand_range(mean, z, t, sign, tau, low):
     )
 
 
-def _summand_lattice(mean, z, t, sign, h, tau, low, spacing=1):
+def _summand_lattice(mean, z, t, sign, h, tau, low, *, max_points):
     """Lattice of ``sign * V``, ``V = exp(mean + g / z) / t``, ``g ~ N(0, 1)``.
 
     Step 1 of the module docstring: cells of ``V`` are intervals of ``g``
     (``g = z (log(t V) - mean)``); a cell's up-probability (towards larger
     ``sign * V``) is bounded by the chord (``sign = +1``) or by Jensen's
     inequality (``sign = -1``), with the floating-point allowances of
-    ``_pld._step_lattice``.
+    ``_pld._step_lattice``. A lattice of more than ``max_points`` points
+    raises :class:`TooLarge`.
     """
     v_lo, v_hi = _summand_range(mean, z, t, sign, tau, low)
     k_lo, k_hi = math.floor(v_lo / h), math.ceil(v_hi / h)
     k_lo = max(k_lo, 0)
-    if k_hi - k_lo + 1 > _MAX_POINTS:
-        raise _TooLarge
+    if k_hi - k_lo + 1 > max_points:
+        raise _lattice.TooLarge
     levels = np.arange(k_lo, k_hi + 1) * h
     with np.errstate(divide="ignore"):
         g = z * (np.log(levels * t) - mean)
     g_a, g_b = g[:-1], g[1:]
-    mass, moment, error, mass_error = _normal_pieces(g_a, g_b, 0.0, 1.0)
+    mass, moment, error, mass_error = _lattice.normal_pieces(g_a, g_b, 0.0, 1.0)
     if sign > 0:
-        # Chord: E[(V - a) 1{cell}] <= h E[(g - g_a) 1{cell}] / (g_b - g_a).
-        with np.errstate(invalid="ignore", divide="ignore"):
-            width = g_b - g_a
-            rel = 4.0 * _UNIT_ROUNDOFF * (np.abs(g_a) + np.abs(g_b)) / width
-            up = (moment + error) / width * (1.0 + rel)
-        up = np.where(np.isfinite(g_a) & (width > 0), up, mass)
+        # V is convex in g: its chord bounds each cell.
+        up = _lattice.chord_up(g_a, g_b, mass, moment, error)
     else:
         # Rounding -V up means V down: E[(b - V) 1{cell}] <= P(cell) (b -
         # V(E[g | cell])), E[g | cell] at the low end of its error.
-        finite = np.isfinite(g_a)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            shift = (moment - error - 2.0 * _FN_RTOL * np.abs(moment)) / mass
             # E[g 1{g <= g_b}] = -phi(g_b).
             below = -np.exp(-0.5 * g_b**2) / math.sqrt(2.0 * math.pi)
-            below_mean = below * (1.0 + 4.0 * _FN_RTOL) / mass
-            mean_g = np.where(finite, np.where(finite, g_a, 0.0) + shift, below_mean)
+            mean_g = _lattice.low_cell_mean(g_a, mass, moment, error, below)
             v_mean = np.exp(mean + mean_g / z) / t
-            v_error = 8.0 * _UNIT_ROUNDOFF * (levels[1:] + v_mean)
+            v_error = 8.0 * _lattice.UNIT_ROUNDOFF * (levels[1:] + v_mean)
             up = mass * (levels[1:] - v_mean + v_error) / h
-        up = np.where(mass > 0, up, 0.0)
-        up = np.where(np.isnan(up), mass, up)
-    up = np.clip(up + _UP_NUDGE * mass, 0.0, mass)
+    up = _lattice.finish_up(up, mass, jensen=sign < 0)
     below_lo = float(special.ndtr(g[0]))
     above_hi = float(special.ndtr(-g[-1]))
     p = np.zeros(levels.size)
@@ -168,19 +128,40 @@ def _summand_lattice(mean, z, t, sign, h, tau, low, spacing=1):
         p[:-1] += mass - up
         p[1:] += up
         p[0] += below_lo  # moved up to the lowest point
-        return _with_errors(k_lo, p, above_hi, mass, mass_error, spacing)
+        return _lattice.with_errors(k_lo, p, above_hi, mass, mass_error, 1)
     # Orientation -V: the cell below k is the cell above -k.
     p[1:] += mass - up
     p[:-1] += up
     p = p[::-1].copy()
     p[0] += above_hi  # V above v_hi: -V moved up to the lowest point
-    return _with_errors(
-        -k_hi, p, below_lo, mass[::-1].copy(), mass_error[::-1].copy(), spacing
+    return _lattice.with_errors(
+        -k_hi, p, below_lo, mass[::-1].copy(), mass_error[::-1].copy(), 1
     )
 
 
+@dataclass(frozen=True)
 class _SumPlan:
-    """Spacings and tail cut-offs of one epoch's sum lattice.
+    """Spacings and tail cut-offs of one epoch's sum lattice (:func:`_sum_plan`).
+
+    ``count`` summands of mean ``null_mean`` (``t - 1`` for remove, ``t``
+    for add), plus, for remove, the record's own summand of mean
+    ``base_mean``; ``sign`` orients the lattice (``S`` or ``-S``).
+    """
+
+    remove: bool
+    sign: float
+    count: int
+    null_mean: float
+    base_mean: float
+    step_tau: float
+    base_tau: float
+    step_low: float
+    levels: _lattice.Levels
+    h0: float
+
+
+def _sum_plan(t, z, direction, slack, eta, tail, floating, policy):
+    """The :class:`_SumPlan` of one epoch of ``t`` steps in ``direction``.
 
     Parameters
     ----------
@@ -195,82 +176,88 @@ class _SumPlan:
         Target mass moved to +inf.
     floating : float
         Target L1 bound of the FFTs' error.
+    policy : AccountingPolicy
     """
-
-    def __init__(self, t, z, direction, slack, eta, tail, floating):
-        self.remove = direction == "remove"
-        self.sign = 1.0 if self.remove else -1.0
-        self.count = t - 1 if self.remove else t
-        count = self.count
-        self.null_mean = -0.5 / (z * z)
-        self.base_mean = 0.5 / (z * z)
-        n_levels = max(count, 1).bit_length()
-        copies = np.array([max(1, count >> i) for i in range(n_levels)], float)
-        share = tail / 2.0
-        self.step_tau = _STEP_TAIL_SHARE * share / max(count, 1)
-        self.base_tau = _STEP_TAIL_SHARE * share
-        inner = _LOW_TAIL if self.remove else _ADD_INNER_TAIL
-        self.step_low = inner / max(count, 1)
-        level_share = (1.0 - _STEP_TAIL_SHARE) * share / (n_levels + 1)
-        self.taus = [self.step_tau, *(level_share / copies[1:]), level_share]
-        low = _LOW_TAIL / (n_levels + 1)
-        self.lows = [self.step_low, *(low / copies[1:]), low]
-        fp = floating / (n_levels + 2)
-        self.allowances = [*(fp / copies), fp]
-        budget = slack**2 / (0.5 * math.log(1.0 / eta))
-        widths = [
-            np.subtract(
-                *_summand_range(
-                    self.null_mean, z, t, self.sign, self.step_tau, self.step_low
-                )[::-1]
-            )
-        ]
-        if self.remove:
-            widths.append(
-                np.subtract(
-                    *_summand_range(
-                        self.base_mean, z, t, 1.0, self.base_tau, _LOW_TAIL
-                    )[::-1]
-                )
-            )
-        ideal = _level_spacings(max(count, 1), budget, max(widths), _SUM_STEP_POINTS)
-        self.h0 = float(ideal[0])
-        self.spacings = (
-            np.maximum.accumulate(np.maximum(1, np.floor(ideal / self.h0)))
-            .astype(np.int64)
-            .tolist()
-        )
+    remove = direction == "remove"
+    sign = 1.0 if remove else -1.0
+    count = t - 1 if remove else t
+    null_mean, base_mean = -0.5 / (z * z), 0.5 / (z * z)
+    share = tail / 2.0
+    step_tau = policy.step_tail_share * share / max(count, 1)
+    base_tau = policy.step_tail_share * share
+    inner = policy.low_tail if remove else policy.add_inner_tail
+    step_low = inner / max(count, 1)
+    taus, lows, allowances = _lattice.level_budgets(
+        max(count, 1),
+        (1.0 - policy.step_tail_share) * share,
+        policy.low_tail,
+        floating,
+        first_tail=step_tau,
+        first_low=step_low,
+    )
+    budget = slack**2 / (0.5 * math.log(1.0 / eta))
+    ranges = [_summand_range(null_mean, z, t, sign, step_tau, step_low)]
+    if remove:
+        ranges.append(_summand_range(base_mean, z, t, 1.0, base_tau, policy.low_tail))
+    width = max(np.subtract(*bounds[::-1]) for bounds in ranges)
+    ideal = _lattice.level_spacings(
+        max(count, 1), budget, width, policy.sum_step_points, policy.level_decay
+    )
+    h0 = float(ideal[0])
+    levels = _lattice.Levels(
+        _lattice.integer_spacings(ideal, h0), taus, lows, allowances
+    )
+    return _SumPlan(
+        remove,
+        sign,
+        count,
+        null_mean,
+        base_mean,
+        step_tau,
+        base_tau,
+        step_low,
+        levels,
+        h0,
+    )
 
 
-def _sum_lattice(t, z, plan):
+def _sum_lattice(t, z, plan, policy):
     """The lattice of ``X`` (``S`` or ``-S``) of one epoch, on ``plan.h0``."""
     h = plan.h0
+    limits = {"max_points": policy.sum_max_points, "max_direct": policy.max_direct}
     part = None
     if plan.count > 0:
         step = _summand_lattice(
-            plan.null_mean, z, t, plan.sign, h, plan.step_tau, plan.step_low
+            plan.null_mean,
+            z,
+            t,
+            plan.sign,
+            h,
+            plan.step_tau,
+            plan.step_low,
+            max_points=policy.max_points,
         )
-        part = step.power(
-            plan.count,
-            plan.spacings,
-            plan.taus,
-            plan.allowances,
-            plan.lows,
-            _SUM_MAX_POINTS,
-            _MAX_DIRECT,
-        )
+        part = step.power(plan.count, plan.levels, **limits)
     if plan.remove:
-        base = _summand_lattice(plan.base_mean, z, t, 1.0, h, plan.base_tau, _LOW_TAIL)
+        base = _summand_lattice(
+            plan.base_mean,
+            z,
+            t,
+            1.0,
+            h,
+            plan.base_tau,
+            policy.low_tail,
+            max_points=policy.max_points,
+        )
         part = (
             base
             if part is None
             else part.convolve(
                 base,
-                plan.taus[-1],
-                plan.allowances[-1],
-                plan.lows[-1],
-                _SUM_MAX_POINTS,
-                _MAX_DIRECT,
+                plan.levels.taus[-1],
+                plan.levels.allowances[-1],
+                low_tau=plan.levels.lows[-1],
+                **limits,
             )
         )
     return part
@@ -294,11 +281,11 @@ def _loss_values(sum_lattice, h0, slack, remove):
     else:
         loss = np.where(arg > 0, -loss, np.inf)
     finite = np.isfinite(loss)
-    loss[finite] += 8.0 * _UNIT_ROUNDOFF * (np.abs(loss[finite]) + 1.0)
+    loss[finite] += 8.0 * _lattice.UNIT_ROUNDOFF * (np.abs(loss[finite]) + 1.0)
     return loss, sum_lattice.p, sum_lattice.inf
 
 
-def _round_losses(loss, p, inf, h, spacing, low):
+def _round_losses(loss, p, inf, h, low, *, max_points):
     """Loss lattice on spacing ``h``, rounding each loss up at random.
 
     The lowest mass ``low`` (and every ``-inf``) is moved up to the lowest
@@ -311,7 +298,7 @@ def _round_losses(loss, p, inf, h, spacing, low):
     cut = int(np.searchsorted(cumulative, low, side="right"))
     floor_loss = loss[order[min(cut, order.size - 1)]]
     if not np.isfinite(floor_loss):
-        raise _TooLarge
+        raise _lattice.TooLarge
     kept = np.where(finite, np.maximum(loss, floor_loss), floor_loss)
     kept = np.where(loss == np.inf, floor_loss, kept)
     weights = np.where(loss == np.inf, 0.0, p)
@@ -319,44 +306,39 @@ def _round_losses(loss, p, inf, h, spacing, low):
     j = np.floor(position)
     # Up with probability at least the position in the cell (the losses
     # already carry an allowance for the division's error).
-    allowance = 2.0 * _UNIT_ROUNDOFF * (np.abs(position) + 1.0)
+    allowance = 2.0 * _lattice.UNIT_ROUNDOFF * (np.abs(position) + 1.0)
     frac = np.minimum(np.nextafter(position - j + allowance, 2.0), 1.0)
     j0 = int(j.min())
     size = int(j.max()) - j0 + 2
-    if size > _MAX_POINTS:
-        raise _TooLarge
+    if size > max_points:
+        raise _lattice.TooLarge
     index = (j - j0).astype(np.intp)
     out = np.bincount(index, weights=weights * (1.0 - frac), minlength=size)
     out += np.bincount(index + 1, weights=weights * frac, minlength=size)
     return j0, out, inf
 
 
-class _Group:
-    """One (steps, noise) pair of allocation events: its epochs' sum lattices."""
-
-    def __init__(self, t, z, epochs):
-        self.t, self.z, self.epochs = t, z, epochs
-
-
-def _epoch_losses(group, direction, delta, slack, scale):
+def _epoch_losses(group, direction, delta, slack, scale, policy):
     """Loss values, masses, inf mass and failure probability of one epoch.
 
-    ``slack`` is the target sum slack ``s_S``; ``scale`` shrinks every tail
-    and failure budget (the add hop of replace-one is taken at a far smaller
-    delta).
+    ``group`` is ``(t, z, epochs)``; ``slack`` the target sum slack ``s_S``;
+    ``scale`` shrinks every tail and failure budget (the add hop of
+    replace-one is taken at a far smaller delta).
     """
-    per_epoch = delta * scale / max(group.epochs, 1)
-    eta = _SUM_ETA_SHARE * _ETA_SHARE * per_epoch
-    plan = _SumPlan(
-        group.t,
-        group.z,
+    t, z, epochs = group
+    per_epoch = delta * scale / max(epochs, 1)
+    eta = policy.sum_eta_share * policy.eta_share * per_epoch
+    plan = _sum_plan(
+        t,
+        z,
         direction,
         slack,
         eta,
-        0.5 * _TAIL_SHARE * per_epoch,
-        _FP_SHARE * per_epoch,
+        0.5 * policy.tail_share * per_epoch,
+        policy.allocation_fp_share * per_epoch,
+        policy,
     )
-    lattice = _sum_lattice(group.t, group.z, plan)
+    lattice = _sum_lattice(t, z, plan, policy)
     s_sum = lattice.std_slack(plan.h0, eta)
     loss, p, inf = _loss_values(lattice, plan.h0, s_sum, direction == "remove")
     # The sum's floating-point bounds carry over (points only move); its
@@ -364,137 +346,184 @@ def _epoch_losses(group, direction, delta, slack, scale):
     return loss, p, inf, lattice.slack + eta, lattice.rel
 
 
-def _direction_loss_lattice(groups, direction, delta, reference, rel_slack, scale):
+def _loss_width(loss, p, low):
+    """Width of the finite losses kept once a mass ``low`` is cut below."""
+    finite = np.isfinite(loss) & (p > 0)
+    hi = float(loss[finite].max())
+    order = np.argsort(np.where(finite, loss, np.inf))
+    low_at = np.searchsorted(np.cumsum(p[order]), low)
+    lo = float(loss[order[min(int(low_at), order.size - 1)]])
+    return max(hi - lo, 1e-12)
+
+
+def _direction_loss_lattice(
+    groups, direction, delta, reference, rel_slack, scale, policy
+):
     """The composed loss lattice of all epochs in one direction, and ``h0``."""
-    total_epochs = sum(g.epochs for g in groups)
+    total_epochs = sum(epochs for _, _, epochs in groups)
     target = rel_slack * reference
-    sum_slack = _SUM_SLACK_SHARE * target / total_epochs
+    sum_slack = policy.sum_slack_share * target / total_epochs
     if direction == "add":
         per_epoch = reference / math.sqrt(total_epochs)
-        sum_slack *= math.exp(-min(per_epoch, _ADD_SCALE_CAP))
-    loss_slack = (1.0 - _SUM_SLACK_SHARE) * target
-    eta = _ETA_SHARE * delta * scale
+        sum_slack *= math.exp(-min(per_epoch, policy.add_scale_cap))
+    loss_slack = (1.0 - policy.sum_slack_share) * target
+    eta = policy.eta_share * delta * scale
     budget = loss_slack**2 / (0.5 * math.log(1.0 / eta))
     parts = len(groups) + 1
     pieces, ideal = [], []
     for group in groups:
-        loss, p, inf, slack, rel = _epoch_losses(
-            group, direction, delta, sum_slack, scale
-        )
-        finite = np.isfinite(loss) & (p > 0)
-        hi = float(loss[finite].max())
-        order = np.argsort(np.where(finite, loss, np.inf))
-        low_at = np.searchsorted(np.cumsum(p[order]), _LOW_TAIL / group.epochs)
-        lo = float(loss[order[min(int(low_at), order.size - 1)]])
-        width = max(hi - lo, 1e-12)
+        epochs = group[2]
+        piece = _epoch_losses(group, direction, delta, sum_slack, scale, policy)
+        width = _loss_width(piece[0], piece[1], policy.low_tail / epochs)
         ideal.append(
-            _level_spacings(group.epochs, budget / len(groups), width, _MAX_STEP_POINTS)
+            _lattice.level_spacings(
+                epochs,
+                budget / len(groups),
+                width,
+                policy.max_step_points,
+                policy.level_decay,
+            )
         )
-        pieces.append((loss, p, inf, slack, rel))
+        pieces.append(piece)
     h0 = min(float(levels[0]) for levels in ideal)
     total = None
-    tail = _TAIL_SHARE * delta * scale / 2.0
-    floating = _FP_SHARE * delta * scale
-    for group, levels, (loss, p, inf, slack, rel) in zip(
-        groups, ideal, pieces, strict=True
-    ):
-        spacings = (
-            np.maximum.accumulate(np.maximum(1, np.floor(levels / h0)))
-            .astype(np.int64)
-            .tolist()
+    tail = policy.tail_share * delta * scale / 2.0
+    floating = policy.allocation_fp_share * delta * scale
+    for (_, _, epochs), spacings, piece in zip(groups, ideal, pieces, strict=True):
+        levels = _lattice.Levels(
+            _lattice.integer_spacings(spacings, h0),
+            *_lattice.level_budgets(
+                epochs, tail / parts, policy.low_tail, floating / parts
+            ),
         )
-        n_levels = group.epochs.bit_length()
-        copies = np.array([max(1, group.epochs >> i) for i in range(n_levels)], float)
-        share = tail / parts
-        taus = [share / (n_levels + 1) / c for c in copies] + [share / (n_levels + 1)]
-        low = _LOW_TAIL / (n_levels + 1)
-        lows = [_LOW_TAIL / group.epochs, *(low / copies[1:]), low]
-        fp = floating / parts / (n_levels + 2)
-        allowances = [*(fp / copies), fp]
-        m0 = spacings[0]
-        j0, out, inf = _round_losses(loss, p, inf, m0 * h0, m0, lows[0])
-        # Sums of positive terms after a product: a relative error.
-        epoch = _Lattice(
-            j0,
-            out,
-            inf,
-            slack,
-            spacing=m0,
-            var=float(m0) ** 2,
-            rel=rel + (p.size + 4.0) * _UNIT_ROUNDOFF,
-        ).trim(taus[0], lows[0])
-        part = epoch.power(
-            group.epochs, spacings, taus, allowances, lows, None, _MAX_DIRECT
+        part = _epoch_lattice(piece, levels, h0, policy).power(
+            epochs, levels, max_points=policy.max_points, max_direct=policy.max_direct
         )
         total = (
             part
             if total is None
-            else total.convolve(part, tail / parts, floating / parts)
+            else total.convolve(
+                part, tail / parts, floating / parts, max_points=policy.max_points
+            )
         )
     return total, h0
 
 
-def allocation_pld_epsilon(groups, delta, replace_one, reference, rel_slack):
+def _epoch_lattice(piece, levels, h0, policy):
+    """One epoch's loss lattice, on the first level's spacing."""
+    loss, p, inf, slack, rel = piece
+    m0 = levels.spacings[0]
+    j0, out, inf = _round_losses(
+        loss, p, inf, m0 * h0, levels.lows[0], max_points=policy.max_points
+    )
+    # Sums of positive terms after a product: a relative error.
+    return _lattice.Lattice(
+        j0,
+        out,
+        inf,
+        slack,
+        spacing=m0,
+        var=float(m0) ** 2,
+        rel=rel + (p.size + 4.0) * _lattice.UNIT_ROUNDOFF,
+    ).trim(levels.taus[0], levels.lows[0])
+
+
+def allocation_pld_epsilon(
+    groups, delta, neighbouring, reference, rel_slack, policy=DEFAULT_POLICY
+):
     """Epsilon of random allocation epochs by the numerical PLD, or inf.
 
     Parameters
     ----------
     groups : list of (steps_per_epoch, noise_multiplier, epochs)
     delta : float in (0, 1)
-    replace_one : bool
-        Chain remove and add through the data set without the record.
+    neighbouring : {"replace-one", "add-remove"}
+        Replace-one chains remove and add through the data set without the
+        record.
     reference : float > 0
         A first estimate of epsilon; the rounding slack is planned as about
         ``rel_slack`` of it.
     rel_slack : float
+    policy : AccountingPolicy, default=DEFAULT_POLICY
 
     Returns
     -------
     float
         A valid epsilon (``inf`` if a lattice would be too large).
     """
-    groups = [_Group(int(t), float(z), int(e)) for t, z, e in groups if e > 0]
+    relation = Neighbouring.parse(neighbouring)
+    groups = [(int(t), float(z), int(e)) for t, z, e in groups if e > 0]
     if not groups:
         return 0.0
-    if any(g.t < 2 for g in groups):
+    if any(t < 2 for t, _, _ in groups):
         return math.inf  # one step an epoch is a Gaussian: the GDP route
+    bound = _chained if relation is Neighbouring.REPLACE_ONE else _larger_direction
     try:
-        if not replace_one:
-            results = []
-            for direction in ("remove", "add"):
-                lattice, h0 = _direction_loss_lattice(
-                    groups, direction, delta, reference, rel_slack, 1.0
-                )
-                results.append(lattice.bound(h0, delta, _ETA_SHARE * delta))
-            return max(results)
-        half = rel_slack / 2.0
-        remove, h0 = _direction_loss_lattice(
-            groups, "remove", delta, reference, half, 0.5
-        )
-        # The add hop is taken at about delta exp(-eps_1): its tails and
-        # allowances are planned for that (any plan is valid).
-        eps_1 = remove.bound(h0, 0.5 * delta, 0.5 * _ETA_SHARE * delta)
-        scale = 0.25 * math.exp(-min(max(eps_1, 0.0), 50.0))
-        add, h0_add = _direction_loss_lattice(
-            groups, "add", delta, reference, half, scale
-        )
-    except _TooLarge:
+        return bound(groups, delta, reference, rel_slack / relation.hops, policy)
+    except _lattice.TooLarge:
         return math.inf
-    return _chained_two(remove, h0, add, h0_add, delta)
 
 
-def _chained_two(remove, h0, add, h0_add, delta):
-    """``_pld._chained_epsilon`` for two lattices on their own quanta."""
+def _larger_direction(groups, delta, reference, rel_slack, policy):
+    """Add/remove: the larger of the two directions' epsilons."""
+    results = []
+    for direction in ("remove", "add"):
+        lattice, h0 = _direction_loss_lattice(
+            groups, direction, delta, reference, rel_slack, 1.0, policy
+        )
+        results.append(lattice.bound(h0, delta, policy.eta_share * delta))
+    return max(results)
 
-    class _OnQuantum:
-        """The add lattice, answering ``bound`` on its own quantum."""
 
-        def __init__(self, lattice, quantum):
-            self.lattice, self.quantum = lattice, quantum
+def _chained(groups, delta, reference, rel_slack, policy):
+    """Replace-one: remove, then add, through the data set without the record.
 
-        def bound(self, _h0, delta_2, eta):
-            return self.lattice.bound(self.quantum, delta_2, eta)
+    The first hop is planned at a share of delta; the add hop at about
+    ``delta exp(-eps_1)``, its tails and allowances scaled for that (any plan
+    is valid).
+    """
+    share = policy.chain_plan_share
+    remove, h0 = _direction_loss_lattice(
+        groups, "remove", delta, reference, rel_slack, share, policy
+    )
+    eps_1 = remove.bound(h0, share * delta, share * policy.eta_share * delta)
+    exponent = min(max(eps_1, 0.0), _MAX_HOP_EXPONENT)
+    scale = policy.add_hop_scale * math.exp(-exponent)
+    add, h0_add = _direction_loss_lattice(
+        groups, "add", delta, reference, rel_slack, scale, policy
+    )
+    return _lattice.chained_epsilon(
+        lambda d, e: remove.bound(h0, d, e),
+        lambda d, e: add.bound(h0_add, d, e),
+        delta,
+        math.inf,
+        eta_share=policy.eta_share,
+        splits=policy.chain_splits,
+    )
 
-    return _chained_epsilon(
-        _OnQuantum(remove, h0), _OnQuantum(add, h0_add), h0, delta, math.inf
+
+def allocation_epsilon(groups, delta, neighbouring, reference, rel_slack, policy):
+    """The tight bound of random allocation epochs alone, or None.
+
+    The lattice is planned for the Rényi epsilon ``reference``, and again
+    for its own first answer when that is far below it.
+
+    Returns
+    -------
+    (epsilon, "pld") or None
+    """
+    if reference is None or not math.isfinite(reference) or reference <= 0:
+        return None
+    groups = _lattice.merged(groups)
+
+    def epsilon_at(planned):
+        return allocation_pld_epsilon(
+            groups, delta, neighbouring, planned, rel_slack, policy
+        )
+
+    return _lattice.plan_twice(
+        epsilon_at,
+        reference,
+        policy.min_planned_allocation_epsilon,
+        policy.replan_below,
     )

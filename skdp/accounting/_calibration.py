@@ -1,24 +1,14 @@
-"""Calibrate the noise to a target (epsilon, delta)."""
+"""Account for events, and calibrate the noise to a target (epsilon, delta)."""
 
 import math
-from dataclasses import replace
 
-from ._accountant import RDPAccountant
-from ._pld import pld_epsilon
-from ._rdp import rdp_to_epsilon
+from ._accountant import composed, make_accountant
+from ._policy import DEFAULT_POLICY
 
-__all__ = ["account", "calibrate_noise_multiplier"]
+__all__ = ["account", "calibrate", "calibrate_noise_multiplier"]
 
-# Bracketing limits for the noise multiplier and the tolerance of the search.
-_Z_MIN, _Z_MAX = 1e-4, 1e6
-_TARGET_RTOL = 0.005
-_MAX_BISECTIONS = 200
-# The numerical PLD's rounding slack, as a share of epsilon, while calibrating
-# and in the report: the same, so the report is the bound the search
-# certified (docs/benchmarks.md, "Accounting at scale").
-_PLD_SEARCH_SLACK = 1e-2
-_PLD_REPORT_SLACK = 1e-2
-ACCOUNTANTS = ("rdp", "pld")
+# The bisection stops when its bracket is a float apart.
+_BRACKET_RTOL = 1e-12
 
 
 def _as_pairs(events):
@@ -28,14 +18,6 @@ def _as_pairs(events):
             pairs.append(item if isinstance(item, tuple) else (item, 1))
         return pairs
     return [(events, 1)]
-
-
-def _check_accountant(accountant):
-    if accountant not in ACCOUNTANTS:
-        raise ValueError(
-            f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}."
-        )
-    return accountant
 
 
 def account(
@@ -57,17 +39,19 @@ def account(
     orders : array-like or None
     warn : bool, default=True
         Warn when the best order is at the end of the grid.
-    accountant : {"rdp", "pld"}, default="rdp"
-        ``"rdp"``: the Rényi-DP accountant. ``"pld"``: also the tight
-        conversions of :mod:`skdp.accounting._pld` where they apply (exact
-        Gaussian DP when every event is Gaussian; the numerical privacy loss
-        distribution for Poisson-subsampled Gaussian steps and for random
-        allocation epochs, under replace-one chained through the data set
-        without the record), reporting the
-        smaller of the valid bounds and naming it in ``accountant``. Only
-        for events that describe the mechanism exactly: a ``GaussianEvent``
-        standing for a zCDP budget (as in
-        :class:`~skdp.synthetic.DPSyntheticData`) must use ``"rdp"``.
+    accountant : {"rdp", "pld"} or Accountant, default="rdp"
+        ``"rdp"``: the Rényi-DP accountant (:class:`RDPAccountant`).
+        ``"pld"``: also the tight conversions of :class:`PLDAccountant` where
+        they apply (exact Gaussian DP when every event is Gaussian; the
+        numerical privacy loss distribution for Poisson-subsampled Gaussian
+        steps and for random allocation epochs, under replace-one chained
+        through the data set without the record), reporting the smaller of
+        the valid bounds and naming it in ``accountant``
+        (:class:`TightestAccountant`). Only for events that describe the
+        mechanism exactly: a ``GaussianEvent`` standing for a zCDP budget (as
+        in :class:`~skdp.synthetic.DPSyntheticData`) must use ``"rdp"``. An
+        :class:`Accountant` instance: a fresh one of its kind and settings
+        (its relation must be ``neighbouring``; ``orders`` None or its own).
 
     Returns
     -------
@@ -75,66 +59,8 @@ def account(
         With ``accountant="pld"``, it keeps the events, so that
         :meth:`PrivacySpent.at_delta` and :func:`compose_spent` stay tight.
     """
-    _check_accountant(accountant)
-    pairs = _as_pairs(events)
-    rdp = RDPAccountant(neighbouring=neighbouring, orders=orders)
-    for event, count in pairs:
-        rdp.compose(event, count)
-    spent = rdp.spent(delta, warn=warn and accountant == "rdp")
-    if accountant == "rdp":
-        return spent
-    return _tighter(spent, pairs, delta, neighbouring, warn)
-
-
-def _tight_bound(pairs, delta, neighbouring, reference, slacks):
-    """The smallest of the tight bounds at these rounding slacks, or None.
-
-    ``reference`` is the Rényi epsilon of the same events, so that the
-    calibration's search (coarse slack) and the report (the smaller of fine
-    and coarse) compute the coarse bound identically: the report is never
-    above what the search certified.
-    """
-    best = None
-    for rel_slack in dict.fromkeys(slacks):
-        found = pld_epsilon(
-            pairs, delta, neighbouring, reference=reference, rel_slack=rel_slack
-        )
-        if found is not None and (best is None or found[0] < best[0]):
-            best = found
-        if found is not None and found[1] == "gdp":
-            break  # exact: no slack to vary
-    return best
-
-
-def _tighter(spent, pairs, delta, neighbouring, warn):
-    """``spent`` or the tight bound of ``pairs`` if it is smaller."""
-    tight = _tight_bound(
-        pairs,
-        delta,
-        neighbouring,
-        spent.epsilon,
-        (_PLD_SEARCH_SLACK, _PLD_REPORT_SLACK),
-    )
-    spent = replace(spent, events=tuple(pairs))
-    if tight is None or not tight[0] < spent.epsilon:
-        if warn:
-            # Re-run the conversion for its end-of-grid warning only.
-            rdp_to_epsilon(spent.orders, spent.rdp, delta, warn=True)
-        return spent
-    return _with_tight(spent, *tight)
-
-
-# The Rényi name of a replace-one Poisson bound, and what the PLD uses instead.
-_WEAK_TRIANGLE = "(replace-one by weak triangle)"
-_CHAIN = "(replace-one: remove, then add)"
-
-
-def _with_tight(spent, epsilon, accountant):
-    """``spent`` reporting a tight ``epsilon``, its bound named accordingly."""
-    bound = spent.bound
-    if accountant == "pld":
-        bound = bound.replace(_WEAK_TRIANGLE, _CHAIN)
-    return replace(spent, epsilon=epsilon, accountant=accountant, bound=bound)
+    accountant = make_accountant(accountant, neighbouring, orders)
+    return composed(accountant, _as_pairs(events)).spent(delta, warn=warn)
 
 
 def calibrate_noise_multiplier(
@@ -163,7 +89,7 @@ def calibrate_noise_multiplier(
     delta : float in (0, 1)
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
     orders : array-like or None
-    accountant : {"rdp", "pld"}, default="rdp"
+    accountant : {"rdp", "pld"} or Accountant, default="rdp"
         As in :func:`account`. With ``"pld"`` the Rényi calibration comes
         first; where a tight bound applies, the search continues below its
         noise on the tight bound (with a coarser rounding slack, each step
@@ -184,90 +110,123 @@ def calibrate_noise_multiplier(
         raise ValueError(
             f"target_epsilon must be finite and > 0, got {target_epsilon}."
         )
-
-    _check_accountant(accountant)
-
-    def epsilon(z):
-        return account(
-            make_events(z), delta, neighbouring=neighbouring, orders=orders, warn=False
-        ).epsilon
-
-    lo = hi = 1.0
-    if epsilon(hi) <= target_epsilon:
-        while epsilon(lo) <= target_epsilon:
-            hi, lo = lo, lo / 2.0
-            if lo < _Z_MIN:
-                break
-    else:
-        while epsilon(hi) > target_epsilon:
-            lo, hi = hi, hi * 2.0
-            if hi > _Z_MAX:
-                raise ValueError(
-                    f"No noise multiplier up to {_Z_MAX:g} reaches epsilon="
-                    f"{target_epsilon} at delta={delta}; raise the target."
-                )
-    hi, _ = _bisect(epsilon, lo, hi, epsilon(hi), target_epsilon)
-    if accountant == "pld":
-        tight = _calibrate_tight(
-            make_events, target_epsilon, delta, neighbouring, orders, hi
-        )
-        if tight is not None:
-            return tight
-    spent = account(make_events(hi), delta, neighbouring=neighbouring, orders=orders)
-    return hi, spent
+    accountant = make_accountant(accountant, neighbouring, orders)
+    return calibrate(make_events, target_epsilon, delta, accountant)
 
 
-def _bisect(epsilon, lo, hi, eps_hi, target_epsilon):
-    """Bisect ``[lo, hi]`` on a log scale keeping ``epsilon(hi) <= target``.
+def calibrate(make_events, target_epsilon, delta, accountant, policy=None):
+    """Smallest noise multiplier whose spend by ``accountant`` meets the target.
 
-    Stops once ``epsilon(hi)`` is within ``_TARGET_RTOL`` below the target (or
-    the bracket is a float apart); returns ``(hi, epsilon(hi))``.
+    The search runs on the accountant's :meth:`Accountant.calibration_stages`:
+    it brackets the noise on the first (doubling or halving from 1) and
+    bisects; each later stage, if it meets the target at the noise found so
+    far, continues below it (steps down by ``policy.descent_factor``, then
+    bisection). The spend is the accountant's own report at the final noise
+    if a later stage moved it, else the first stage's.
+
+    Parameters
+    ----------
+    make_events : callable
+    target_epsilon : float > 0
+    delta : float in (0, 1)
+    accountant : Accountant
+        An empty accountant (only its kind and settings are used).
+    policy : AccountingPolicy or None, default=None
+        The search's bracket and tolerance; None: the accountant's policy if
+        it has one, else the defaults.
+
+    Returns
+    -------
+    noise_multiplier : float
+    spent : PrivacySpent
     """
-    for _ in range(_MAX_BISECTIONS):
-        if eps_hi >= (1.0 - _TARGET_RTOL) * target_epsilon or hi / lo < 1 + 1e-12:
-            break
-        mid = math.sqrt(lo * hi)
-        eps_mid = epsilon(mid)
-        if eps_mid <= target_epsilon:
-            hi, eps_hi = mid, eps_mid
+    if policy is None:
+        policy = getattr(accountant, "policy", DEFAULT_POLICY)
+    search = _Search(make_events, target_epsilon, delta, policy)
+    first, *later = accountant.calibration_stages()
+    z = search.bracket(first)
+    reporter = first
+    for stage in later:
+        below = search.descend(stage, z)
+        if below is not None:
+            z, reporter = below, accountant
+    spent = composed(reporter.fresh(), _as_pairs(make_events(z))).spent(delta)
+    return z, spent
+
+
+class _Search:
+    """The noise searches of :func:`calibrate` (epsilon decreases with noise)."""
+
+    def __init__(self, make_events, target_epsilon, delta, policy):
+        self.make_events = make_events
+        self.target = target_epsilon
+        self.delta = delta
+        self.policy = policy
+
+    def epsilon(self, stage, z):
+        """Epsilon of the run at noise ``z``, by a fresh copy of ``stage``."""
+        pairs = _as_pairs(self.make_events(z))
+        return composed(stage.fresh(), pairs).get_epsilon(self.delta, warn=False)
+
+    def bracket(self, stage):
+        """Bracket from noise 1 by doubling or halving, then bisect."""
+
+        def epsilon(z):
+            return self.epsilon(stage, z)
+
+        policy, target = self.policy, self.target
+        lo = hi = 1.0
+        if epsilon(hi) <= target:
+            while epsilon(lo) <= target:
+                hi, lo = lo, lo / 2.0
+                if lo < policy.min_noise:
+                    break
         else:
-            lo = mid
-    return hi, eps_hi
+            while epsilon(hi) > target:
+                lo, hi = hi, hi * 2.0
+                if hi > policy.max_noise:
+                    raise ValueError(
+                        f"No noise multiplier up to {policy.max_noise:g} reaches "
+                        f"epsilon={target} at delta={self.delta}; raise the target."
+                    )
+        return self.bisect(epsilon, lo, hi, epsilon(hi))[0]
 
+    def descend(self, stage, z):
+        """Continue below ``z`` on ``stage``, or None if it misses the target."""
 
-def _calibrate_tight(make_events, target_epsilon, delta, neighbouring, orders, z_rdp):
-    """Continue below the Rényi noise ``z_rdp`` on the tight bound, or None."""
+        def epsilon(z):
+            return self.epsilon(stage, z)
 
-    def tight(z):
-        pairs = _as_pairs(make_events(z))
-        reference = account(
-            pairs, delta, neighbouring=neighbouring, orders=orders, warn=False
-        ).epsilon
-        found = _tight_bound(
-            pairs, delta, neighbouring, reference, (_PLD_SEARCH_SLACK,)
-        )
-        return math.inf if found is None else found[0]
+        hi, eps_hi = z, epsilon(z)
+        if not eps_hi <= self.target:
+            return None
+        lo = hi
+        while True:
+            lo *= self.policy.descent_factor
+            eps_lo = epsilon(lo)
+            if eps_lo > self.target:
+                break
+            hi, eps_hi = lo, eps_lo
+            if lo < self.policy.min_noise:
+                break
+        return self.bisect(epsilon, lo, hi, eps_hi)[0]
 
-    hi, eps_hi = z_rdp, tight(z_rdp)
-    if not eps_hi <= target_epsilon:
-        return None
-    lo = hi
-    while True:
-        lo *= 0.8
-        eps_lo = tight(lo)
-        if eps_lo > target_epsilon:
-            break
-        hi, eps_hi = lo, eps_lo
-        if lo < _Z_MIN:
-            break
-    hi, eps_hi = _bisect(tight, lo, hi, eps_hi, target_epsilon)
-    spent = account(
-        make_events(hi),
-        delta,
-        neighbouring=neighbouring,
-        orders=orders,
-        accountant="pld",
-    )
-    # The report is the smaller of the fine and the coarse bound, the coarse
-    # one computed exactly as in the search: at most eps_hi <= target.
-    return hi, spent
+    def bisect(self, epsilon, lo, hi, eps_hi):
+        """Bisect ``[lo, hi]`` on a log scale keeping ``epsilon(hi) <= target``.
+
+        Stops once ``epsilon(hi)`` is within ``policy.target_rtol`` below the
+        target (or the bracket is a float apart); returns ``(hi,
+        epsilon(hi))``.
+        """
+        target = self.target
+        for _ in range(self.policy.max_bisections):
+            close = eps_hi >= (1.0 - self.policy.target_rtol) * target
+            if close or hi / lo < 1 + _BRACKET_RTOL:
+                break
+            mid = math.sqrt(lo * hi)
+            eps_mid = epsilon(mid)
+            if eps_mid <= target:
+                hi, eps_hi = mid, eps_mid
+            else:
+                lo = mid
+        return hi, eps_hi

@@ -27,10 +27,14 @@ record, only the points just before those steps and the end point matter.
 import numpy as np
 from scipy.special import logsumexp
 
+from ._cache import bounded_cache
+from ._policy import DEFAULT_POLICY
+
 __all__ = [
     "gradient_step_lipschitz",
     "last_iterate_coefficient",
     "logistic_constants",
+    "position_coefficients",
 ]
 
 # Largest spread of log-weights solved in double precision; earlier steps
@@ -188,3 +192,39 @@ def last_iterate_coefficient(shift, noise_std, lipschitz):
         [[0.0], np.where(before >= 0, level[before], offset), [level[-1]]]
     )
     return 0.5 * _lower_hull_energy(tau_pts, ceil_pts)
+
+
+@bounded_cache(DEFAULT_POLICY.coefficient_cache_size, key=lambda event: event._key)
+def position_coefficients(event):
+    """Per batch position, the slopes ``(composition, last-iterate)`` at z = 1.
+
+    For a :class:`~skdp.accounting.NoisyIterationEvent` whose differing record
+    sits in batch ``j``: composition over the steps that see it gives
+    ``D_a <= a composition[j] / z^2``, and the last-iterate bound (the QP of
+    the module docstring, when the step maps' Lipschitz constants are given;
+    ``inf`` otherwise) ``D_a <= a last[j] / z^2``. Both scale as ``1 / z^2``
+    because the noise of every step scales with ``z``, so the QPs are solved
+    once per schedule and cached on its content, not on ``z``.
+
+    Parameters
+    ----------
+    event : NoisyIterationEvent
+
+    Returns
+    -------
+    composition, last : ndarray of shape (n_batches,)
+        Read-only.
+    """
+    n_batches = int(event.batch.max()) + 1
+    ratio = (event.sensitivity / event.noise_scale) ** 2 / 2.0
+    composition = np.bincount(event.batch, weights=ratio, minlength=n_batches)
+    last = np.full(n_batches, np.inf)
+    if event.lipschitz is not None:
+        for j in range(n_batches):
+            shift = np.where(event.batch == j, event.sensitivity, 0.0)
+            last[j] = last_iterate_coefficient(
+                shift, event.noise_scale, event.lipschitz
+            )
+    composition.setflags(write=False)
+    last.setflags(write=False)
+    return composition, last

@@ -2,7 +2,7 @@
 
 import enum
 
-__all__ = ["Neighbouring"]
+__all__ = ["NEIGHBOURING_RELATIONS", "Neighbouring"]
 
 
 class Neighbouring(enum.StrEnum):
@@ -31,16 +31,29 @@ class Neighbouring(enum.StrEnum):
             ) from None
 
     @property
+    def hops(self):
+        """Add/remove steps between two neighbours: 2 under replace-one, else 1.
+
+        Replacing a record is removing it, then adding another; the tight
+        accountants chain the two hops through the data set without it.
+        """
+        return 2 if self is Neighbouring.REPLACE_ONE else 1
+
+    @property
     def sum_factor(self):
         """Sensitivity of a sum of per-record terms, in units of their bound.
 
         A record's term ``t`` has norm at most ``B``. Replacing it by ``t'``
         moves the sum by ``||t - t'|| <= 2 B``; adding or removing it moves the
-        sum by ``||t|| <= B``. So the factor is 2 under replace-one, 1 under
-        add/remove.
+        sum by ``||t|| <= B``: one ``B`` a hop, so the factor is 2 under
+        replace-one, 1 under add/remove.
         """
-        return 2.0 if self is Neighbouring.REPLACE_ONE else 1.0
+        return float(self.hops)
 
     def sum_sensitivity(self, bound):
         """L2 sensitivity of a sum of per-record terms of norm at most ``bound``."""
         return self.sum_factor * float(bound)
+
+
+#: The neighbouring relations accepted wherever a relation is asked for.
+NEIGHBOURING_RELATIONS = tuple(member.value for member in Neighbouring)

@@ -11,6 +11,7 @@ import numpy as np
 from scipy import special
 
 from ..exceptions import OrderGridWarning
+from ._neighbouring import Neighbouring
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -32,10 +33,14 @@ DEFAULT_ORDERS = np.concatenate(
     ]
 )
 
-# A term of the fractional-order series below this fraction (in log space) of
-# the running total ends the sum (as in Mironov, Talwar, Zhang 2019, Sec. 3.3).
+# Numerical method of the fractional-order series (Mironov, Talwar, Zhang
+# 2019, Sec. 3.3): a term exp(30) below the running total, with both series
+# decreasing, ends the sum (their stopping rule)...
 _SERIES_LOG_TOL = 30.0
+# ... the terms are evaluated in vectorised chunks (the result does not depend
+# on the chunk) ...
 _SERIES_CHUNK = 256
+# ... and a series that has not converged by then is reported as infinite.
 _SERIES_MAX_TERMS = 100_000
 
 
@@ -176,10 +181,8 @@ def poisson_gaussian_rdp_replace_one(orders, sampling_rate, noise_multiplier):
 
     Parameters
     ----------
-    orders : array-like of float
-    sampling_rate : float in [0, 1]
-    noise_multiplier : float
-        Noise std divided by the per-record contribution bound (clip norm).
+    orders, sampling_rate, noise_multiplier
+        As in :func:`poisson_gaussian_rdp` (the same units: the clip norm).
 
     Returns
     -------
@@ -187,11 +190,37 @@ def poisson_gaussian_rdp_replace_one(orders, sampling_rate, noise_multiplier):
     """
     orders = _as_orders(orders)
     if sampling_rate == 1:
-        # Full batch: the sum moves by at most 2 clip norms, a plain Gaussian.
-        return gaussian_rdp(orders, noise_multiplier / 2.0)
-    first = poisson_gaussian_rdp(2 * orders, sampling_rate, noise_multiplier)
-    second = poisson_gaussian_rdp(2 * orders - 1, sampling_rate, noise_multiplier)
-    return (orders - 0.5) / (orders - 1.0) * first + second
+        # Full batch: a plain Gaussian of the replace-one sum sensitivity.
+        factor = Neighbouring.REPLACE_ONE.sum_factor
+        return gaussian_rdp(orders, noise_multiplier / factor)
+
+    def directions(at):
+        return poisson_gaussian_rdp(at, sampling_rate, noise_multiplier)
+
+    return weak_triangle(orders, directions, directions)
+
+
+def weak_triangle(orders, remove, add):
+    """Replace-one RDP from the two directions of add/remove, chained.
+
+    Replacing ``x`` by ``x'`` is removing ``x`` then adding ``x'``; the weak
+    triangle inequality of Rényi divergence (Mironov 2017, Proposition 11 with
+    ``p = q = 2``) gives ``rho(a) <= (a - 1/2)/(a - 1) * remove(2a) +
+    add(2a - 1)``.
+
+    Parameters
+    ----------
+    orders : ndarray of shape (n_orders,)
+    remove, add : callable
+        RDP curve of each direction on an array of orders.
+
+    Returns
+    -------
+    rdp : ndarray of shape (n_orders,)
+    """
+    return (orders - 0.5) / (orders - 1.0) * remove(2.0 * orders) + add(
+        2.0 * orders - 1.0
+    )
 
 
 def pure_dp_rdp(orders, epsilon, *, bounded_range=False):

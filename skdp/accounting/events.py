@@ -2,6 +2,21 @@
 
 An event says what ran (noise, sampling, step sizes), never what it costs; the
 accountant turns events into privacy. Solvers return events next to their model.
+
+**Units.** A mechanism adds noise to a sum of per-record terms, each of norm at
+most a public *per-record bound* (a clip norm, a row-norm bound). Events state
+their noise in units of that bound: ``noise_multiplier`` is the noise standard
+deviation divided by the per-record bound, the same number under either
+neighbouring relation. The accountant applies the relation's sensitivity
+rule, written once in :class:`~skdp.accounting.Neighbouring` (the sum moves by
+2 bounds under replace-one, 1 under add/remove). :class:`GaussianSumEvent`,
+:class:`PoissonGaussianEvent` and :class:`RandomAllocationGaussianEvent`
+follow this convention. Two events state their cost otherwise, as they always
+have: :class:`GaussianEvent` measures its noise against the query's
+sensitivity under the accountant's relation (so that it can also stand for a
+zCDP budget ``1 / (2 z^2)``), and :class:`ExponentialMechanismEvent` gives its
+pure-DP epsilon under that relation. :class:`NoisyIterationEvent` carries its
+own per-step replace-one sensitivities.
 """
 
 import hashlib
@@ -12,6 +27,7 @@ import numpy as np
 __all__ = [
     "ExponentialMechanismEvent",
     "GaussianEvent",
+    "GaussianSumEvent",
     "NoisyIterationEvent",
     "PoissonGaussianEvent",
     "RandomAllocationGaussianEvent",
@@ -43,7 +59,19 @@ def _frozen_array(values, name, dtype=float):
 
 
 @dataclass(frozen=True)
-class GaussianEvent:
+class _GaussianRelease:
+    """The fields and checks of the unsampled Gaussian events."""
+
+    noise_multiplier: float
+    count: int = 1
+
+    def __post_init__(self):
+        _check_positive("noise_multiplier", self.noise_multiplier)
+        _check_count(self.count)
+
+
+@dataclass(frozen=True)
+class GaussianEvent(_GaussianRelease):
     """Gaussian noise added to a query, ``count`` times.
 
     Parameters
@@ -55,12 +83,37 @@ class GaussianEvent:
     count : int, default=1
     """
 
-    noise_multiplier: float
-    count: int = 1
 
-    def __post_init__(self):
-        _check_positive("noise_multiplier", self.noise_multiplier)
-        _check_count(self.count)
+@dataclass(frozen=True)
+class GaussianSumEvent(_GaussianRelease):
+    """Gaussian noise added to a sum over every record, ``count`` times.
+
+    Each record contributes a term of L2 norm at most the per-record bound
+    ``B``; the sum of all terms (no sampling) gets Gaussian noise of standard
+    deviation ``noise_multiplier * B``. The accountant applies the
+    neighbouring relation: the sum moves by at most ``2 B`` under replace-one
+    and ``B`` under add/remove (:attr:`Neighbouring.sum_factor
+    <skdp.accounting.Neighbouring.sum_factor>`). It is accounted exactly as a
+    :class:`PoissonGaussianEvent` of sampling rate 1 with the same noise.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation divided by the per-record bound (the units of
+        :class:`PoissonGaussianEvent`, whatever the neighbouring relation).
+    count : int, default=1
+        Number of releases.
+
+    Examples
+    --------
+    >>> from skdp.accounting import GaussianEvent, GaussianSumEvent, account
+    >>> release = GaussianSumEvent(8.0)
+    >>> round(account(release, 1e-5, neighbouring="add-remove").epsilon, 3)
+    0.478
+    >>> replace_one = account(release, 1e-5)  # the sum moves by 2 bounds
+    >>> replace_one.epsilon == account(GaussianEvent(4.0), 1e-5).epsilon
+    True
+    """
 
 
 @dataclass(frozen=True)
@@ -74,6 +127,7 @@ class PoissonGaussianEvent:
     Parameters
     ----------
     sampling_rate : float in [0, 1]
+        At 1 every record is in every step: a :class:`GaussianSumEvent`.
     noise_multiplier : float
         Noise std on the sum divided by the clip norm (the usual DP-SGD
         convention, whatever the neighbouring relation).
