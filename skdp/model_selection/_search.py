@@ -18,10 +18,10 @@ from sklearn.model_selection import (
     RepeatedKFold,
 )
 
+from .._base import resolve_delta
 from ..accounting import PrivacySpent, compose_spent
 from ..exceptions import PrivacyLeakWarning
 from ..pipeline import check_pipeline
-from ..utils._validation import default_delta
 from ._pairs import compose_pairs, replace_one_pair
 from ._plan import check_candidate, fit_spends, undeclared_classes
 
@@ -181,7 +181,7 @@ def _rdp_total(by_size, memberships, n_samples, refit, delta):
     The fits of a record, and the refit, are composed adaptively on their
     Rényi curves, or by the tight accountants when all keep their events.
     """
-    delta = default_delta(n_samples) if delta is None else float(delta)
+    delta = resolve_delta(delta, n_samples)
     refit_parts = []
     if refit:
         refits = [spends[n_samples] for spends in by_size]
