@@ -19,7 +19,7 @@ from sklearn.model_selection import (
 )
 
 from .._base import resolve_delta
-from ..accounting import PrivacySpent, compose_spent
+from ..accounting import Neighbouring, PrivacySpent, compose_spent
 from ..exceptions import PrivacyLeakWarning
 from ..pipeline import check_pipeline
 from ._pairs import compose_pairs, replace_one_pair
@@ -258,7 +258,7 @@ def _pair_total(by_size, memberships, n_samples, refit, delta):
             "fits as (epsilon, delta) pairs, add/remove ones as replace-one by "
             f"group privacy; {' / '.join(rules)}"
         ),
-        neighbouring="replace-one",
+        neighbouring=Neighbouring.REPLACE_ONE.value,
         order=math.nan,
         orders=first.orders,
         rdp=(math.inf,) * len(first.orders),
@@ -445,7 +445,8 @@ def search_privacy(
     ]
     spends = [s for spends_of in by_size for fit in spends_of.values() for s in fit]
     exact = all(
-        s.neighbouring == "replace-one" and np.all(np.isfinite(s.rdp)) for s in spends
+        s.neighbouring == Neighbouring.REPLACE_ONE and np.all(np.isfinite(s.rdp))
+        for s in spends
     )
     combine = _rdp_total if exact else _pair_total
     total = combine(by_size, memberships, n_samples, refit, delta)
