@@ -14,9 +14,10 @@ from sklearn.pipeline import Pipeline
 from ..preprocessing import SchemaEncoder
 from ..preprocessing._encoder import _as_schema
 from ..schema import Numeric
+from ._policy import DEFAULT_AUDIT_POLICY
 
 __all__ = [
-    "DEFAULT_SYNTHETIC_SAMPLES",
+    "canary_norm",
     "check_groups_declared",
     "linear_canary",
     "schema_canary",
@@ -24,11 +25,6 @@ __all__ = [
     "synthetic_canary",
     "user_canary",
 ]
-
-# Rows drawn from a fitted synthetic-data model to score the canary's cell;
-# at least this many, and at least this many times the input's rows.
-DEFAULT_SYNTHETIC_SAMPLES = 10_000
-_SYNTHETIC_SAMPLES_PER_ROW = 20
 
 
 def check_groups_declared(estimator, fit_params):
@@ -56,6 +52,15 @@ def check_groups_declared(estimator, fit_params):
             "groups from sensitive_features, which privacy_spent_ does not "
             "cover. Declare the public set with groups=[...] before auditing."
         )
+
+
+def canary_norm(estimator):
+    """The norm of a linear canary: the estimator's ``row_norm``, else 1.
+
+    ``row_norm`` absent or ``None`` (no declared row bound): a unit canary.
+    """
+    radius = estimator.get_params(deep=False).get("row_norm", 1.0)
+    return 1.0 if radius is None else float(radius)
 
 
 def linear_canary(estimator, X, y):
@@ -90,8 +95,7 @@ def linear_canary(estimator, X, y):
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError("canary='auto' needs at least two classes in y.")
-    radius = estimator.get_params(deep=False).get("row_norm", 1.0)
-    radius = 1.0 if radius is None else float(radius)  # no row bound: a unit canary
+    radius = canary_norm(estimator)
     n = X.shape[0]
     base = np.hstack([X, np.zeros((n, 1))])
     labels = y.copy()
@@ -128,7 +132,7 @@ def _measured_sets(est):
     return []
 
 
-def synthetic_canary(estimator, X, n_synthetic=None):
+def synthetic_canary(estimator, X, n_synthetic=None, policy=DEFAULT_AUDIT_POLICY):
     """A record in an otherwise empty cell, scored by its synthetic frequency.
 
     Every column must have a categorical domain (a list) in the estimator's
@@ -143,8 +147,10 @@ def synthetic_canary(estimator, X, n_synthetic=None):
         ``tree_`` (pairs of column keys whose 2-way marginals were measured).
     X : ndarray or DataFrame of shape (n_samples, n_features)
     n_synthetic : int or None, default=None
-        Rows sampled from each fitted model; ``None``: the larger of
-        ``DEFAULT_SYNTHETIC_SAMPLES`` and 20 times ``n_samples``.
+        Rows sampled from each fitted model; ``None``: the larger of the
+        policy's ``synthetic_samples`` and ``synthetic_samples_per_row``
+        times ``n_samples``.
+    policy : AuditPolicy, default=DEFAULT_AUDIT_POLICY
 
     Returns
     -------
@@ -200,7 +206,7 @@ def synthetic_canary(estimator, X, n_synthetic=None):
         X_out[-1] = np.asarray(other, dtype=X.dtype)
     if n_synthetic is None:
         n_synthetic = max(
-            DEFAULT_SYNTHETIC_SAMPLES, _SYNTHETIC_SAMPLES_PER_ROW * n_rows
+            policy.synthetic_samples, policy.synthetic_samples_per_row * n_rows
         )
     index = {key: position for position, key in enumerate(keys)}
 
