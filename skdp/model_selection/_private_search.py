@@ -21,8 +21,8 @@ _SPEND_NOTE = (
 )
 
 
-#: Seeds a randomized search draws from a non-integer ``random_state`` lie in
-#: [0, 2^31 - 1), the range scikit-learn's own searches draw from.
+#: A randomized search with a non-integer ``random_state`` draws its seed in
+#: [0, 2^31 - 1) before reading any data.
 _SEED_BOUND = 2**31 - 1
 
 

@@ -25,7 +25,8 @@ class ScalerPolicy:
     """Tuning of :class:`DPStandardScaler` (no effect on its privacy)."""
 
     #: Floor on a column's scale, as a share of its declared width: a noisy
-    #: variance can vanish, and dividing by it would blow the column up.
+    #: variance can vanish, and dividing by it would blow the column up (a
+    #: safeguard; no benchmark chose the value).
     scale_floor: float = 0.01
 
 
