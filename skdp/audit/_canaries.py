@@ -132,6 +132,72 @@ def _measured_sets(est):
     return []
 
 
+def _rarest_and_commonest(values, categories):
+    """The category least frequent in ``values`` and the most frequent one."""
+    counts = np.array([np.count_nonzero(values == c) for c in categories])
+    return categories[int(np.argmin(counts))], categories[int(np.argmax(counts))]
+
+
+def _categorical_table(X):
+    """``X`` as a frame or a 2-d array of at least two rows; ``(X, is_frame)``."""
+    frame = _is_frame(X)
+    if not frame:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d, got shape {X.shape}.")
+        if X.dtype.kind in "US":
+            # Fixed-width strings would truncate a longer canary category.
+            X = X.astype(object)
+    if X.shape[0] < 2:
+        raise ValueError("X must have at least two rows.")
+    return X, frame
+
+
+def _synthetic_canary_pair(X, keys, domain):
+    """Each column's rarest category among the other rows, and its commonest."""
+    canary, other = [], []
+    for position, key in enumerate(keys):
+        categories = domain.get(key)
+        if not isinstance(categories, list | np.ndarray):
+            raise ValueError(
+                f"canary='auto' for synthetic data needs a categorical domain "
+                f"(a list) for every column; column {key!r} has "
+                f"{categories!r}. Pass canary=(record, None) and a score instead."
+            )
+        values = _column(X, key, position)[:-1]
+        rarest, commonest = _rarest_and_commonest(values, categories)
+        canary.append(rarest)
+        other.append(commonest)
+    if canary == other:
+        raise ValueError(
+            "Every column has a single category: no canary can differ from "
+            "its neighbour."
+        )
+    return canary, other
+
+
+def _synthetic_score(keys, canary, n_synthetic):
+    """``score(fitted)``: the canary's shares in ``n_synthetic`` sampled rows."""
+    index = {key: position for position, key in enumerate(keys)}
+
+    def score(est):
+        sample = est.sample(int(n_synthetic))
+        hits = np.column_stack(
+            [
+                _column(sample, key, position) == canary[position]
+                for position, key in enumerate(keys)
+            ]
+        )
+        total = hits.mean(axis=0).sum()
+        for columns in _measured_sets(est):
+            if len(columns) > 1 and all(key in index for key in columns):
+                positions = [index[key] for key in columns]
+                total += np.mean(np.all(hits[:, positions], axis=1))
+        return float(total)
+
+    return score
+
+
 def synthetic_canary(estimator, X, n_synthetic=None, policy=DEFAULT_AUDIT_POLICY):
     """A record in an otherwise empty cell, scored by its synthetic frequency.
 
@@ -166,36 +232,10 @@ def synthetic_canary(estimator, X, n_synthetic=None, policy=DEFAULT_AUDIT_POLICY
             "canary='auto' for synthetic data needs the estimator's public "
             "domain (a mapping column -> list of categories)."
         )
-    frame = _is_frame(X)
-    if not frame:
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-d, got shape {X.shape}.")
-        if X.dtype.kind in "US":
-            # Fixed-width strings would truncate a longer canary category.
-            X = X.astype(object)
+    X, frame = _categorical_table(X)
     n_rows, n_columns = X.shape
-    if n_rows < 2:
-        raise ValueError("X must have at least two rows.")
     keys = list(X.columns) if frame else list(range(n_columns))
-    canary, other = [], []
-    for position, key in enumerate(keys):
-        categories = domain.get(key)
-        if not isinstance(categories, list | np.ndarray):
-            raise ValueError(
-                f"canary='auto' for synthetic data needs a categorical domain "
-                f"(a list) for every column; column {key!r} has "
-                f"{categories!r}. Pass canary=(record, None) and a score instead."
-            )
-        values = _column(X, key, position)[:-1]
-        counts = np.array([np.count_nonzero(values == c) for c in categories])
-        canary.append(categories[int(np.argmin(counts))])
-        other.append(categories[int(np.argmax(counts))])
-    if canary == other:
-        raise ValueError(
-            "Every column has a single category: no canary can differ from "
-            "its neighbour."
-        )
+    canary, other = _synthetic_canary_pair(X, keys, domain)
     X_in, X_out = X.copy(), X.copy()
     if frame:
         for position in range(n_columns):
@@ -208,24 +248,7 @@ def synthetic_canary(estimator, X, n_synthetic=None, policy=DEFAULT_AUDIT_POLICY
         n_synthetic = max(
             policy.synthetic_samples, policy.synthetic_samples_per_row * n_rows
         )
-    index = {key: position for position, key in enumerate(keys)}
-
-    def score(est):
-        sample = est.sample(int(n_synthetic))
-        hits = np.column_stack(
-            [
-                _column(sample, key, position) == canary[position]
-                for position, key in enumerate(keys)
-            ]
-        )
-        total = hits.mean(axis=0).sum()
-        for columns in _measured_sets(est):
-            if len(columns) > 1 and all(key in index for key in columns):
-                positions = [index[key] for key in columns]
-                total += np.mean(np.all(hits[:, positions], axis=1))
-        return float(total)
-
-    return X_in, None, X_out, None, score
+    return X_in, None, X_out, None, _synthetic_score(keys, canary, n_synthetic)
 
 
 def _with_last_row(X, record):
@@ -387,9 +410,7 @@ def schema_canary(estimator, X, y):
             canary[name], other[name] = spec.high, spec.low
             continue
         values = _column(X, name, position)[:-1]
-        counts = np.array([np.count_nonzero(values == c) for c in spec.categories])
-        canary[name] = spec.categories[int(np.argmin(counts))]
-        other[name] = spec.categories[int(np.argmax(counts))]
+        canary[name], other[name] = _rarest_and_commonest(values, spec.categories)
     if frame:
         X_in, X_out = _with_last_row(X, canary), _with_last_row(X, other)
         row_in, row_out = X_in.iloc[[-1]], X_out.iloc[[-1]]
@@ -400,6 +421,14 @@ def schema_canary(estimator, X, y):
         row_in, row_out = X_in[-1:], X_out[-1:]
     labels = y.copy()
     labels[-1] = classes[1]
+    return X_in, labels, X_out, labels, _decision_gap(row_in, row_out)
+
+
+def _decision_gap(row_in, row_out):
+    """``score(fitted)``: the decision function at ``row_in`` minus at ``row_out``.
+
+    The second class's column for several classes.
+    """
 
     def score(est):
         f_in = np.asarray(est.decision_function(row_in))
@@ -408,4 +437,4 @@ def schema_canary(estimator, X, y):
             return float(f_in[0, 1] - f_out[0, 1])
         return float(f_in.ravel()[0] - f_out.ravel()[0])
 
-    return X_in, labels, X_out, labels, score
+    return score
