@@ -444,6 +444,7 @@ def check_reported_relation(relations, audited):
 
 
 def _check_audit_args(n_trials, alpha, score):
+    """Refuse a number of trials, a level or a score the audit cannot use."""
     if not isinstance(n_trials, Integral) or n_trials < 8:
         raise ValueError(f"n_trials must be an integer >= 8, got {n_trials!r}.")
     if not isinstance(alpha, Real) or not 0 < alpha < 1:
@@ -542,11 +543,20 @@ def _run_trials(estimator, pair, n_in, seeds, n_jobs):
     return scores, epsilon_reported, delta
 
 
-def _split_test(scores_in, scores_out, alpha, delta):
-    """Choose the test on the first halves, evaluate it on the second ones.
+@dataclass(frozen=True)
+class _HeldOutTest:
+    """A test chosen on the selection halves, counted on the evaluation halves."""
 
-    Returns ``(sign, threshold, tp, fp, n_eval_in, n_eval_out)``.
-    """
+    sign: float
+    threshold: float
+    tp: int
+    fp: int
+    n_in: int
+    n_out: int
+
+
+def _split_test(scores_in, scores_out, alpha, delta):
+    """Choose the test on the first halves, evaluate it on the second ones."""
     n_in, n_out = scores_in.size, scores_out.size
     half_in, half_out = n_in // 2, n_out // 2
     sign, threshold = _choose_test(
@@ -560,7 +570,7 @@ def _split_test(scores_in, scores_out, alpha, delta):
     eval_in, eval_out = sign * scores_in[half_in:], sign * scores_out[half_out:]
     tp = int(np.sum(eval_in > sign * threshold))
     fp = int(np.sum(eval_out > sign * threshold))
-    return sign, threshold, tp, fp, eval_in.size, eval_out.size
+    return _HeldOutTest(sign, threshold, tp, fp, eval_in.size, eval_out.size)
 
 
 def audit(
@@ -711,25 +721,23 @@ def audit(
     )
     scores, epsilon_reported, delta = _run_trials(estimator, pair, n_in, seeds, n_jobs)
     scores_in, scores_out = scores[:n_in], scores[n_in:]
-    sign, threshold, tp, fp, n_eval_in, n_eval_out = _split_test(
-        scores_in, scores_out, alpha, delta
-    )
-    tpr_lo = float(clopper_pearson(tp, n_eval_in, alpha / 2, side="lower"))
-    fpr_hi = float(clopper_pearson(fp, n_eval_out, alpha / 2, side="upper"))
+    test = _split_test(scores_in, scores_out, alpha, delta)
+    tpr_lo = float(clopper_pearson(test.tp, test.n_in, alpha / 2, side="lower"))
+    fpr_hi = float(clopper_pearson(test.fp, test.n_out, alpha / 2, side="upper"))
     scores_in.setflags(write=False)
     scores_out.setflags(write=False)
     return AuditResult(
         epsilon_lower=epsilon_from_rates(tpr_lo, fpr_hi, delta),
         epsilon_reported=epsilon_reported,
         delta=delta,
-        tpr=tp / n_eval_in,
-        fpr=fp / n_eval_out,
-        threshold=threshold,
+        tpr=test.tp / test.n_in,
+        fpr=test.fp / test.n_out,
+        threshold=test.threshold,
         scores_in=scores_in,
         scores_out=scores_out,
         n_trials=int(n_trials),
         alpha=float(alpha),
-        direction="greater" if sign > 0 else "less",
+        direction="greater" if test.sign > 0 else "less",
         tpr_lower=tpr_lo,
         fpr_upper=fpr_hi,
     )
