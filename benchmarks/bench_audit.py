@@ -279,8 +279,6 @@ def one_run_table(quick):
                 flush=True,
             )
     groups = np.where(np.arange(X.shape[0]) % 4 == 0, "a", "b")
-    from skdp.fairness import DPSaddlePointClassifier
-
     for epsilon in (1.0, 4.0):
         est = DPSaddlePointClassifier(epsilon=epsilon, groups=["a", "b"], n_iter=100)
         result, _, cpu = _timed(

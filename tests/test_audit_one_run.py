@@ -13,6 +13,7 @@ from skdp.audit import (
     one_run_epsilon_lower,
     one_run_p_value,
 )
+from skdp.audit._one_run import _p_values
 from skdp.fairness import DPSaddlePointClassifier
 from skdp.linear_model import DPLogisticRegression
 
@@ -70,6 +71,22 @@ def test_epsilon_lower_is_valid_for_randomised_response():
     correct = rng.binomial(m, keep, size=runs)
     exceed = sum(one_run_epsilon_lower(m, m, int(v), 0.0, 0.05) > eps for v in correct)
     assert exceed <= 0.05 * runs + 3 * math.sqrt(0.05 * runs)
+
+
+@pytest.mark.parametrize("m", [100, 1000, 5000])
+@pytest.mark.parametrize("delta", [0.0, 1e-6, 1e-5, 1e-4])
+def test_p_value_is_non_decreasing_in_epsilon(m, delta):
+    # one_run_epsilon_lower's validity needs the p-value non-decreasing in
+    # epsilon between grid points; its delta term is not monotone in general.
+    epsilons = np.arange(0.0, 10.0 + 0.005, 0.01)
+    for share in (0.05, 0.25, 1.0):
+        r = max(1, int(share * m))
+        if r > 1000:
+            continue
+        for frac in (0.55, 0.7, 0.85, 1.0):
+            v = int(round(frac * r))
+            p = _p_values(m, r, v, epsilons, delta)
+            assert np.all(np.diff(p) >= -1e-12), (m, r, v, delta)
 
 
 def test_validation_of_counts():

@@ -255,3 +255,29 @@ def test_private_pipeline_warns_at_fit():
     )
     with pytest.warns(PrivacyLeakWarning, match="'scaler'.*DPLogisticRegression"):
         pipe.fit(X, y)
+
+
+def test_privacy_spent_composes_the_fitted_nested_steps():
+    # The fitted clones inside a ColumnTransformer (transformers_) and a
+    # FeatureUnion carry the spends, not the unfitted parameters.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+
+    def scaler(seed):
+        return DPStandardScaler((-1.0, 1.0), epsilon=0.5, random_state=seed)
+
+    pipe = Pipeline(
+        [
+            ("columns", ColumnTransformer([("num", scaler(0), [0, 1])])),
+            ("union", FeatureUnion([("u", scaler(1))])),
+            ("model", fast_model(classes=[0, 1], row_norm=4.0)),
+        ]
+    ).fit(X, y)
+    spends = [
+        pipe.named_steps["columns"].named_transformers_["num"].privacy_spent_,
+        pipe.named_steps["union"].transformer_list[0][1].privacy_spent_,
+        pipe[-1].privacy_spent_,
+    ]
+    assert privacy_spent(pipe) == compose_spent(spends)
+    assert privacy_spent(pipe).epsilon > max(s.epsilon for s in spends)

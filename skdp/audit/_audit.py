@@ -10,6 +10,8 @@ from scipy.stats import beta as beta_dist
 from scipy.stats import norm
 from sklearn.base import clone
 
+from .._base import SEED_BOUND
+from ..accounting import Neighbouring
 from ..pipeline import check_pipeline, privacy_spent
 from ._canaries import (
     check_groups_declared,
@@ -19,6 +21,7 @@ from ._canaries import (
     synthetic_canary,
     user_canary,
 )
+from ._policy import DEFAULT_AUDIT_POLICY
 
 __all__ = ["AuditResult", "audit", "clopper_pearson", "epsilon_from_rates", "verdict"]
 
@@ -50,13 +53,45 @@ def verdict(epsilon_lower, epsilon_reported):
     return REFUTES if epsilon_lower > epsilon_reported else CONSISTENT
 
 
-# Floor on the fitted spread of the scores without the canary, relative to
-# the pooled spread (keeps the normal tail defined for constant scores).
+#: Floor on the fitted spread of the scores without the canary, relative to
+#: the pooled spread (keeps the normal tail defined for constant scores).
 _MIN_SPREAD = 1e-6
+#: Seeds given to the audited fits lie in [0, 2^31 - 1).
+FIT_SEED_BOUND = 2**31 - 1
+
+
+class AuditOutcome:
+    """What every audit result has: its verdict and a JSON-ready summary.
+
+    A subclass is a dataclass with ``epsilon_lower`` and ``epsilon_reported``
+    and names the fields of its summary, in order, in ``_SUMMARY``.
+    """
+
+    _SUMMARY = ()
+
+    @property
+    def verdict(self):
+        """``"consistent with the claim"`` or ``"refutes the claim"``.
+
+        ``"refutes the claim"`` when ``epsilon_lower > epsilon_reported``: at
+        confidence ``1 - alpha`` the estimator is not as private as it says.
+        ``"consistent with the claim"`` otherwise: the attack found no
+        contradiction, which never proves the claim. ``"no claim to test"``
+        when the estimator reports no epsilon.
+        """
+        return verdict(self.epsilon_lower, self.epsilon_reported)
+
+    def to_dict(self):
+        """A JSON-ready dict of the summary (without the scores)."""
+        out = {"verdict": self.verdict}
+        for name in self._SUMMARY:
+            value = getattr(self, name)
+            out[name] = list(value) if isinstance(value, tuple) else value
+        return out
 
 
 @dataclass(frozen=True, eq=False)
-class AuditResult:
+class AuditResult(AuditOutcome):
     """The outcome of :func:`audit`.
 
     Attributes
@@ -110,17 +145,19 @@ class AuditResult:
     tpr_lower: float = 0.0
     fpr_upper: float = 1.0
 
-    @property
-    def verdict(self):
-        """``"consistent with the claim"`` or ``"refutes the claim"``.
-
-        ``"refutes the claim"`` when ``epsilon_lower > epsilon_reported``: at
-        confidence ``1 - alpha`` the estimator is not as private as it says.
-        ``"consistent with the claim"`` otherwise: the attack found no
-        contradiction, which never proves the claim. ``"no claim to test"``
-        when the estimator reports no epsilon.
-        """
-        return verdict(self.epsilon_lower, self.epsilon_reported)
+    _SUMMARY = (
+        "epsilon_lower",
+        "epsilon_reported",
+        "delta",
+        "tpr",
+        "fpr",
+        "tpr_lower",
+        "fpr_upper",
+        "threshold",
+        "direction",
+        "n_trials",
+        "alpha",
+    )
 
     def __str__(self):
         return (
@@ -139,23 +176,6 @@ class AuditResult:
             f"n_trials={self.n_trials}, alpha={self.alpha:g})"
         )
 
-    def to_dict(self):
-        """A JSON-ready dict of the summary (without the scores)."""
-        return {
-            "verdict": self.verdict,
-            "epsilon_lower": self.epsilon_lower,
-            "epsilon_reported": self.epsilon_reported,
-            "delta": self.delta,
-            "tpr": self.tpr,
-            "fpr": self.fpr,
-            "tpr_lower": self.tpr_lower,
-            "fpr_upper": self.fpr_upper,
-            "threshold": self.threshold,
-            "direction": self.direction,
-            "n_trials": self.n_trials,
-            "alpha": self.alpha,
-        }
-
     def plot(self, ax=None):
         """Draw the histograms of the scores with and without the canary.
 
@@ -173,7 +193,7 @@ class AuditResult:
         ImportError
             If matplotlib is not installed.
         """
-        try:
+        try:  # matplotlib is optional: imported only when a plot is asked for
             import matplotlib.pyplot as plt
         except ImportError as exc:
             raise ImportError(
@@ -278,20 +298,23 @@ def _predicted_bounds(tpr, fpr, n_in, n_out, alpha, delta):
     return np.atleast_1d(epsilon_from_rates(tpr_lo, fpr_hi, delta))
 
 
-def _choose_test(s_in, s_out, alpha, delta, n_in_eval, n_out_eval):
+def _choose_test(
+    s_in, s_out, alpha, delta, n_in_eval, n_out_eval, policy=DEFAULT_AUDIT_POLICY
+):
     """Direction and threshold of the test, chosen on the selection half only.
 
     Each threshold and direction is rated by the bound the evaluation half
     would give at rates estimated on the selection half, erring towards "no
-    leak": the true positive rate is the empirical one shrunk by one
-    binomial standard deviation; the false positive rate is the larger of
-    the empirical one raised by one standard deviation (plus one
-    pseudo-count) and the tail of a normal distribution fitted to the
-    scores without the canary. The normal tail keeps thresholds far in a
-    tail, where few fits were seen by luck, from looking better than they
-    are; the empirical true positive rate still finds rare but strong tails
-    (a canary seen only in some fits). Reading only the selection half keeps
-    the final bound valid.
+    leak": the true positive rate is the empirical one shrunk by
+    ``policy.tpr_shrink_sd`` binomial standard deviations; the false
+    positive rate is the larger of the empirical one raised by
+    ``policy.fpr_raise_sd`` standard deviations (plus
+    ``policy.fpr_pseudo_count`` pseudo-counts) and the tail of a normal
+    distribution fitted to the scores without the canary. The normal tail
+    keeps thresholds far in a tail, where few fits were seen by luck, from
+    looking better than they are; the empirical true positive rate still
+    finds rare but strong tails (a canary seen only in some fits). Reading
+    only the selection half keeps the final bound valid.
     """
     pooled = np.unique(np.concatenate([s_in, s_out]))
     mids = (pooled[:-1] + pooled[1:]) / 2 if pooled.size > 1 else pooled.copy()
@@ -303,9 +326,10 @@ def _choose_test(s_in, s_out, alpha, delta, n_in_eval, n_out_eval):
         thresholds = np.sort(sign * mids)
         tp = _count_above(sign * s_in, thresholds)
         fp = _count_above(sign * s_out, thresholds)
-        tpr = np.maximum(tp - np.sqrt(tp), 0.0) / s_in.size
+        tpr = np.maximum(tp - policy.tpr_shrink_sd * np.sqrt(tp), 0.0) / s_in.size
+        raised = fp + policy.fpr_raise_sd * np.sqrt(fp) + policy.fpr_pseudo_count
         fpr = np.maximum(
-            np.minimum((fp + np.sqrt(fp) + 1.0) / s_out.size, 1.0),
+            np.minimum(raised / s_out.size, 1.0),
             norm.sf((thresholds - sign * out_mean) / out_std),
         )
         rating = _predicted_bounds(tpr, fpr, n_in_eval, n_out_eval, alpha, delta)
@@ -332,12 +356,11 @@ def seed_every_step(est, seed):
         # The estimator's own seed is ``seed`` itself (so audits of a plain
         # estimator draw what they always drew); nested ones are derived.
         rng = np.random.default_rng(int(seed))
-        est.set_params(
-            **{
-                n: int(seed) if n == "random_state" else int(rng.integers(2**31 - 1))
-                for n in names
-            }
-        )
+        seeds = {
+            n: int(seed) if n == "random_state" else int(rng.integers(FIT_SEED_BOUND))
+            for n in names
+        }
+        est.set_params(**seeds)
     return est
 
 
@@ -365,6 +388,7 @@ def _without_last_row(value, name, n_rows):
 
 
 def _fit_and_score(estimator, X, y, seed, score, fit_params):
+    """Fit a seeded clone; return its score, reported spend and relation."""
     est = seed_every_step(clone(estimator), seed)
     if y is None:
         est.fit(X, **fit_params)
@@ -378,18 +402,23 @@ def _fit_and_score(estimator, X, y, seed, score, fit_params):
     return value, epsilon, delta, relation
 
 
-def _generator(random_state):
+def audit_generator(random_state):
+    """The audit's numpy Generator, from ``random_state``.
+
+    An int, a Generator or None goes to :func:`numpy.random.default_rng`; a
+    RandomState seeds one with a draw below ``SEED_BOUND``.
+    """
     if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**31))
+        return np.random.default_rng(random_state.randint(SEED_BOUND))
     return np.random.default_rng(random_state)
 
 
 def relation_of(estimator):
     """The estimator's neighbouring relation, nested steps included.
 
-    ``"add-remove"`` if any ``neighbouring`` parameter (a Pipeline's step's
-    too) says so, else replace-one. The fits' reported relation is checked
-    against it afterwards.
+    :attr:`Neighbouring.ADD_REMOVE` if any ``neighbouring`` parameter (a
+    Pipeline's step's too) says so, else replace-one. The fits' reported
+    relation is checked against it afterwards.
     """
     params = estimator.get_params(deep=True)
     relations = {
@@ -397,7 +426,9 @@ def relation_of(estimator):
         for name, value in params.items()
         if name == "neighbouring" or name.endswith("__neighbouring")
     }
-    return "add-remove" if "add-remove" in relations else "replace-one"
+    if Neighbouring.ADD_REMOVE in relations:
+        return Neighbouring.ADD_REMOVE
+    return Neighbouring.REPLACE_ONE
 
 
 def check_reported_relation(relations, audited):
@@ -406,10 +437,140 @@ def check_reported_relation(relations, audited):
     if reported and reported != {audited}:
         raise ValueError(
             f"The fits report neighbouring={sorted(reported)!r} but the audit "
-            f"paired data sets under {audited!r}: the bound would test the "
-            "wrong claim. Set the estimator's neighbouring parameter where the "
-            "audit can read it."
+            f"paired data sets under {Neighbouring(audited).value!r}: the bound "
+            "would test the wrong claim. Set the estimator's neighbouring "
+            "parameter where the audit can read it."
         )
+
+
+def _check_audit_args(n_trials, alpha, score):
+    """Refuse a number of trials, a level or a score the audit cannot use."""
+    if not isinstance(n_trials, Integral) or n_trials < 8:
+        raise ValueError(f"n_trials must be an integer >= 8, got {n_trials!r}.")
+    if not isinstance(alpha, Real) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
+    if score is not None and not callable(score):
+        raise TypeError("score must be a callable taking a fitted estimator.")
+
+
+def _canary_sets(estimator, X, y, canary, score):
+    """``(X_in, y_in, X_out, y_out, score)`` of the canary the user asked for."""
+    if isinstance(canary, str):
+        if canary != "auto":
+            raise ValueError(f"canary must be 'auto' or (x, y), got {canary!r}.")
+        if y is None and hasattr(estimator, "sample"):
+            return synthetic_canary(estimator, X)
+        if schema_encoder_of(estimator) is not None:
+            return schema_canary(estimator, X, y)
+        return linear_canary(estimator, X, y)
+    if isinstance(canary, tuple) and len(canary) == 2:
+        return user_canary(X, y, canary, score)
+    raise ValueError(f"canary must be 'auto' or (x, y), got {canary!r}.")
+
+
+@dataclass(frozen=True)
+class _Neighbours:
+    """The two data sets an audit tells apart, and the score it reads."""
+
+    X_in: object
+    y_in: object
+    fit_params_in: dict
+    X_out: object
+    y_out: object
+    fit_params_out: dict
+    score: object
+    relation: Neighbouring
+
+
+def _neighbours(estimator, X, y, canary, score, fit_params):
+    """The canary's data set and its neighbour under the estimator's relation.
+
+    Under add/remove the neighbour is the data set without the canary (the
+    last row of the data set with it), for an automatic or a user's canary
+    alike; per-row fit parameters (``sensitive_features``) lose their last
+    entry.
+    """
+    X_in, y_in, X_out, y_out, auto_score = _canary_sets(estimator, X, y, canary, score)
+    relation = relation_of(estimator)
+    fit_params_out = fit_params
+    if relation == Neighbouring.ADD_REMOVE:
+        n_rows = len(X_in)
+        fit_params_out = {
+            name: _without_last_row(value, name, n_rows)
+            for name, value in fit_params.items()
+        }
+        X_out = _without_last_row(X_in, "X", n_rows)
+        y_out = None if y_in is None else _without_last_row(y_in, "y", n_rows)
+    return _Neighbours(
+        X_in,
+        y_in,
+        fit_params,
+        X_out,
+        y_out,
+        fit_params_out,
+        auto_score if score is None else score,
+        relation,
+    )
+
+
+def _run_trials(estimator, pair, n_in, seeds, n_jobs):
+    """Fit the seeded clones: the first ``n_in`` with the canary, the rest without.
+
+    Returns the scores and the largest reported ``(epsilon, delta)``.
+    """
+    jobs = [
+        delayed(_fit_and_score)(
+            estimator, pair.X_in, pair.y_in, seed, pair.score, pair.fit_params_in
+        )
+        for seed in seeds[:n_in]
+    ] + [
+        delayed(_fit_and_score)(
+            estimator, pair.X_out, pair.y_out, seed, pair.score, pair.fit_params_out
+        )
+        for seed in seeds[n_in:]
+    ]
+    out = Parallel(n_jobs=n_jobs)(jobs)
+    scores = np.array([o[0] for o in out], dtype=float)
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("Some fits gave a non-finite score; cannot audit them.")
+    epsilons = np.array([o[1] for o in out], dtype=float)
+    deltas = np.array([o[2] for o in out], dtype=float)
+    check_reported_relation([o[3] for o in out], pair.relation)
+    epsilon_reported = (
+        float(np.max(epsilons)) if np.all(np.isfinite(epsilons)) else math.nan
+    )
+    delta = float(np.max(deltas)) if np.all(np.isfinite(deltas)) else 0.0
+    return scores, epsilon_reported, delta
+
+
+@dataclass(frozen=True)
+class _HeldOutTest:
+    """A test chosen on the selection halves, counted on the evaluation halves."""
+
+    sign: float
+    threshold: float
+    tp: int
+    fp: int
+    n_in: int
+    n_out: int
+
+
+def _split_test(scores_in, scores_out, alpha, delta):
+    """Choose the test on the first halves, evaluate it on the second ones."""
+    n_in, n_out = scores_in.size, scores_out.size
+    half_in, half_out = n_in // 2, n_out // 2
+    sign, threshold = _choose_test(
+        scores_in[:half_in],
+        scores_out[:half_out],
+        alpha,
+        delta,
+        n_in - half_in,
+        n_out - half_out,
+    )
+    eval_in, eval_out = sign * scores_in[half_in:], sign * scores_out[half_out:]
+    tp = int(np.sum(eval_in > sign * threshold))
+    fp = int(np.sum(eval_out > sign * threshold))
+    return _HeldOutTest(sign, threshold, tp, fp, eval_in.size, eval_out.size)
 
 
 def audit(
@@ -549,93 +710,34 @@ def audit(
     >>> result.epsilon_lower <= result.epsilon_reported
     True
     """
-    if not isinstance(n_trials, Integral) or n_trials < 8:
-        raise ValueError(f"n_trials must be an integer >= 8, got {n_trials!r}.")
-    if not isinstance(alpha, Real) or not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
-    if score is not None and not callable(score):
-        raise TypeError("score must be a callable taking a fitted estimator.")
+    _check_audit_args(n_trials, alpha, score)
     check_groups_declared(estimator, fit_params)
     check_pipeline(estimator)
-    if isinstance(canary, str):
-        if canary != "auto":
-            raise ValueError(f"canary must be 'auto' or (x, y), got {canary!r}.")
-        if y is None and hasattr(estimator, "sample"):
-            X_in, y_in, X_out, y_out, auto_score = synthetic_canary(estimator, X)
-        elif schema_encoder_of(estimator) is not None:
-            X_in, y_in, X_out, y_out, auto_score = schema_canary(estimator, X, y)
-        else:
-            X_in, y_in, X_out, y_out, auto_score = linear_canary(estimator, X, y)
-    elif isinstance(canary, tuple) and len(canary) == 2:
-        X_in, y_in, X_out, y_out, auto_score = user_canary(X, y, canary, score)
-    else:
-        raise ValueError(f"canary must be 'auto' or (x, y), got {canary!r}.")
-    relation = relation_of(estimator)
-    fit_params_out = fit_params
-    if relation == "add-remove":
-        # The neighbour is the data set without the canary (the last row of
-        # the data set with it), for an automatic or a user's canary alike;
-        # per-row fit parameters (sensitive_features) lose their last entry.
-        n_rows = len(X_in)
-        fit_params_out = {
-            name: _without_last_row(value, name, n_rows)
-            for name, value in fit_params.items()
-        }
-        X_out = _without_last_row(X_in, "X", n_rows)
-        y_out = None if y_in is None else _without_last_row(y_in, "y", n_rows)
-    score = auto_score if score is None else score
+    pair = _neighbours(estimator, X, y, canary, score, fit_params)
 
     n_in = int(n_trials) // 2
-    n_out = int(n_trials) - n_in
-    seeds = _generator(random_state).integers(0, 2**31 - 1, size=int(n_trials))
-    jobs = [
-        delayed(_fit_and_score)(estimator, X_in, y_in, seed, score, fit_params)
-        for seed in seeds[:n_in]
-    ] + [
-        delayed(_fit_and_score)(estimator, X_out, y_out, seed, score, fit_params_out)
-        for seed in seeds[n_in:]
-    ]
-    out = Parallel(n_jobs=n_jobs)(jobs)
-    scores = np.array([o[0] for o in out], dtype=float)
-    if not np.all(np.isfinite(scores)):
-        raise ValueError("Some fits gave a non-finite score; cannot audit them.")
-    epsilons = np.array([o[1] for o in out], dtype=float)
-    deltas = np.array([o[2] for o in out], dtype=float)
-    check_reported_relation([o[3] for o in out], relation)
-    epsilon_reported = (
-        float(np.max(epsilons)) if np.all(np.isfinite(epsilons)) else math.nan
+    seeds = audit_generator(random_state).integers(
+        0, FIT_SEED_BOUND, size=int(n_trials)
     )
-    delta = float(np.max(deltas)) if np.all(np.isfinite(deltas)) else 0.0
-
+    scores, epsilon_reported, delta = _run_trials(estimator, pair, n_in, seeds, n_jobs)
     scores_in, scores_out = scores[:n_in], scores[n_in:]
-    half_in, half_out = n_in // 2, n_out // 2
-    sign, threshold = _choose_test(
-        scores_in[:half_in],
-        scores_out[:half_out],
-        alpha,
-        delta,
-        n_in - half_in,
-        n_out - half_out,
-    )
-    eval_in, eval_out = sign * scores_in[half_in:], sign * scores_out[half_out:]
-    tp = int(np.sum(eval_in > sign * threshold))
-    fp = int(np.sum(eval_out > sign * threshold))
-    tpr_lo = float(clopper_pearson(tp, eval_in.size, alpha / 2, side="lower"))
-    fpr_hi = float(clopper_pearson(fp, eval_out.size, alpha / 2, side="upper"))
+    test = _split_test(scores_in, scores_out, alpha, delta)
+    tpr_lo = float(clopper_pearson(test.tp, test.n_in, alpha / 2, side="lower"))
+    fpr_hi = float(clopper_pearson(test.fp, test.n_out, alpha / 2, side="upper"))
     scores_in.setflags(write=False)
     scores_out.setflags(write=False)
     return AuditResult(
         epsilon_lower=epsilon_from_rates(tpr_lo, fpr_hi, delta),
         epsilon_reported=epsilon_reported,
         delta=delta,
-        tpr=tp / eval_in.size,
-        fpr=fp / eval_out.size,
-        threshold=threshold,
+        tpr=test.tp / test.n_in,
+        fpr=test.fp / test.n_out,
+        threshold=test.threshold,
         scores_in=scores_in,
         scores_out=scores_out,
         n_trials=int(n_trials),
         alpha=float(alpha),
-        direction="greater" if sign > 0 else "less",
+        direction="greater" if test.sign > 0 else "less",
         tpr_lower=tpr_lo,
         fpr_upper=fpr_hi,
     )

@@ -14,9 +14,10 @@ from sklearn.pipeline import Pipeline
 from ..preprocessing import SchemaEncoder
 from ..preprocessing._encoder import _as_schema
 from ..schema import Numeric
+from ._policy import DEFAULT_AUDIT_POLICY
 
 __all__ = [
-    "DEFAULT_SYNTHETIC_SAMPLES",
+    "canary_norm",
     "check_groups_declared",
     "linear_canary",
     "schema_canary",
@@ -24,11 +25,6 @@ __all__ = [
     "synthetic_canary",
     "user_canary",
 ]
-
-# Rows drawn from a fitted synthetic-data model to score the canary's cell;
-# at least this many, and at least this many times the input's rows.
-DEFAULT_SYNTHETIC_SAMPLES = 10_000
-_SYNTHETIC_SAMPLES_PER_ROW = 20
 
 
 def check_groups_declared(estimator, fit_params):
@@ -56,6 +52,15 @@ def check_groups_declared(estimator, fit_params):
             "groups from sensitive_features, which privacy_spent_ does not "
             "cover. Declare the public set with groups=[...] before auditing."
         )
+
+
+def canary_norm(estimator):
+    """The norm of a linear canary: the estimator's ``row_norm``, else 1.
+
+    ``row_norm`` absent or ``None`` (no declared row bound): a unit canary.
+    """
+    radius = estimator.get_params(deep=False).get("row_norm", 1.0)
+    return 1.0 if radius is None else float(radius)
 
 
 def linear_canary(estimator, X, y):
@@ -90,8 +95,7 @@ def linear_canary(estimator, X, y):
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError("canary='auto' needs at least two classes in y.")
-    radius = estimator.get_params(deep=False).get("row_norm", 1.0)
-    radius = 1.0 if radius is None else float(radius)  # no row bound: a unit canary
+    radius = canary_norm(estimator)
     n = X.shape[0]
     base = np.hstack([X, np.zeros((n, 1))])
     labels = y.copy()
@@ -128,38 +132,14 @@ def _measured_sets(est):
     return []
 
 
-def synthetic_canary(estimator, X, n_synthetic=None):
-    """A record in an otherwise empty cell, scored by its synthetic frequency.
+def _rarest_and_commonest(values, categories):
+    """The category least frequent in ``values`` and the most frequent one."""
+    counts = np.array([np.count_nonzero(values == c) for c in categories])
+    return categories[int(np.argmin(counts))], categories[int(np.argmax(counts))]
 
-    Every column must have a categorical domain (a list) in the estimator's
-    ``domain``. In each column the canary takes the category least frequent
-    among the other rows (so its whole cell, and usually each of its 1-way
-    cells, is empty without it); its neighbour takes the most frequent one.
 
-    Parameters
-    ----------
-    estimator : estimator
-        With a ``domain`` parameter and, once fitted, ``sample(n)`` and
-        ``tree_`` (pairs of column keys whose 2-way marginals were measured).
-    X : ndarray or DataFrame of shape (n_samples, n_features)
-    n_synthetic : int or None, default=None
-        Rows sampled from each fitted model; ``None``: the larger of
-        ``DEFAULT_SYNTHETIC_SAMPLES`` and 20 times ``n_samples``.
-
-    Returns
-    -------
-    X_in, None, X_out, None, score
-        ``score(fitted)``: in a sample of ``n_synthetic`` synthetic rows, the
-        sum over columns of the share of rows carrying the canary's value,
-        plus, for each measured set of columns (``selected_``, else
-        ``tree_``), the share carrying the canary's values on all of them.
-    """
-    domain = estimator.get_params(deep=False).get("domain")
-    if not isinstance(domain, Mapping):
-        raise ValueError(
-            "canary='auto' for synthetic data needs the estimator's public "
-            "domain (a mapping column -> list of categories)."
-        )
+def _categorical_table(X):
+    """``X`` as a frame or a 2-d array of at least two rows; ``(X, is_frame)``."""
     frame = _is_frame(X)
     if not frame:
         X = np.asarray(X)
@@ -168,10 +148,13 @@ def synthetic_canary(estimator, X, n_synthetic=None):
         if X.dtype.kind in "US":
             # Fixed-width strings would truncate a longer canary category.
             X = X.astype(object)
-    n_rows, n_columns = X.shape
-    if n_rows < 2:
+    if X.shape[0] < 2:
         raise ValueError("X must have at least two rows.")
-    keys = list(X.columns) if frame else list(range(n_columns))
+    return X, frame
+
+
+def _synthetic_canary_pair(X, keys, domain):
+    """Each column's rarest category among the other rows, and its commonest."""
     canary, other = [], []
     for position, key in enumerate(keys):
         categories = domain.get(key)
@@ -182,26 +165,19 @@ def synthetic_canary(estimator, X, n_synthetic=None):
                 f"{categories!r}. Pass canary=(record, None) and a score instead."
             )
         values = _column(X, key, position)[:-1]
-        counts = np.array([np.count_nonzero(values == c) for c in categories])
-        canary.append(categories[int(np.argmin(counts))])
-        other.append(categories[int(np.argmax(counts))])
+        rarest, commonest = _rarest_and_commonest(values, categories)
+        canary.append(rarest)
+        other.append(commonest)
     if canary == other:
         raise ValueError(
             "Every column has a single category: no canary can differ from "
             "its neighbour."
         )
-    X_in, X_out = X.copy(), X.copy()
-    if frame:
-        for position in range(n_columns):
-            X_in.iloc[-1, position] = canary[position]
-            X_out.iloc[-1, position] = other[position]
-    else:
-        X_in[-1] = np.asarray(canary, dtype=X.dtype)
-        X_out[-1] = np.asarray(other, dtype=X.dtype)
-    if n_synthetic is None:
-        n_synthetic = max(
-            DEFAULT_SYNTHETIC_SAMPLES, _SYNTHETIC_SAMPLES_PER_ROW * n_rows
-        )
+    return canary, other
+
+
+def _synthetic_score(keys, canary, n_synthetic):
+    """``score(fitted)``: the canary's shares in ``n_synthetic`` sampled rows."""
     index = {key: position for position, key in enumerate(keys)}
 
     def score(est):
@@ -219,7 +195,60 @@ def synthetic_canary(estimator, X, n_synthetic=None):
                 total += np.mean(np.all(hits[:, positions], axis=1))
         return float(total)
 
-    return X_in, None, X_out, None, score
+    return score
+
+
+def synthetic_canary(estimator, X, n_synthetic=None, policy=DEFAULT_AUDIT_POLICY):
+    """A record in an otherwise empty cell, scored by its synthetic frequency.
+
+    Every column must have a categorical domain (a list) in the estimator's
+    ``domain``. In each column the canary takes the category least frequent
+    among the other rows (so its whole cell, and usually each of its 1-way
+    cells, is empty without it); its neighbour takes the most frequent one.
+
+    Parameters
+    ----------
+    estimator : estimator
+        With a ``domain`` parameter and, once fitted, ``sample(n)`` and
+        ``tree_`` (pairs of column keys whose 2-way marginals were measured).
+    X : ndarray or DataFrame of shape (n_samples, n_features)
+    n_synthetic : int or None, default=None
+        Rows sampled from each fitted model; ``None``: the larger of the
+        policy's ``synthetic_samples`` and ``synthetic_samples_per_row``
+        times ``n_samples``.
+    policy : AuditPolicy, default=DEFAULT_AUDIT_POLICY
+
+    Returns
+    -------
+    X_in, None, X_out, None, score
+        ``score(fitted)``: in a sample of ``n_synthetic`` synthetic rows, the
+        sum over columns of the share of rows carrying the canary's value,
+        plus, for each measured set of columns (``selected_``, else
+        ``tree_``), the share carrying the canary's values on all of them.
+    """
+    domain = estimator.get_params(deep=False).get("domain")
+    if not isinstance(domain, Mapping):
+        raise ValueError(
+            "canary='auto' for synthetic data needs the estimator's public "
+            "domain (a mapping column -> list of categories)."
+        )
+    X, frame = _categorical_table(X)
+    n_rows, n_columns = X.shape
+    keys = list(X.columns) if frame else list(range(n_columns))
+    canary, other = _synthetic_canary_pair(X, keys, domain)
+    X_in, X_out = X.copy(), X.copy()
+    if frame:
+        for position in range(n_columns):
+            X_in.iloc[-1, position] = canary[position]
+            X_out.iloc[-1, position] = other[position]
+    else:
+        X_in[-1] = np.asarray(canary, dtype=X.dtype)
+        X_out[-1] = np.asarray(other, dtype=X.dtype)
+    if n_synthetic is None:
+        n_synthetic = max(
+            policy.synthetic_samples, policy.synthetic_samples_per_row * n_rows
+        )
+    return X_in, None, X_out, None, _synthetic_score(keys, canary, n_synthetic)
 
 
 def _with_last_row(X, record):
@@ -381,9 +410,7 @@ def schema_canary(estimator, X, y):
             canary[name], other[name] = spec.high, spec.low
             continue
         values = _column(X, name, position)[:-1]
-        counts = np.array([np.count_nonzero(values == c) for c in spec.categories])
-        canary[name] = spec.categories[int(np.argmin(counts))]
-        other[name] = spec.categories[int(np.argmax(counts))]
+        canary[name], other[name] = _rarest_and_commonest(values, spec.categories)
     if frame:
         X_in, X_out = _with_last_row(X, canary), _with_last_row(X, other)
         row_in, row_out = X_in.iloc[[-1]], X_out.iloc[[-1]]
@@ -394,6 +421,14 @@ def schema_canary(estimator, X, y):
         row_in, row_out = X_in[-1:], X_out[-1:]
     labels = y.copy()
     labels[-1] = classes[1]
+    return X_in, labels, X_out, labels, _decision_gap(row_in, row_out)
+
+
+def _decision_gap(row_in, row_out):
+    """``score(fitted)``: the decision function at ``row_in`` minus at ``row_out``.
+
+    The second class's column for several classes.
+    """
 
     def score(est):
         f_in = np.asarray(est.decision_function(row_in))
@@ -402,4 +437,4 @@ def schema_canary(estimator, X, y):
             return float(f_in[0, 1] - f_out[0, 1])
         return float(f_in.ravel()[0] - f_out.ravel()[0])
 
-    return X_in, labels, X_out, labels, score
+    return score

@@ -4,13 +4,22 @@ import json
 import math
 import time
 
+import numpy as np
+
+from ..datasets import ADULT_SCHEMA, adult_design_matrix, load_adult
+from ..fairness import DPSaddlePointClassifier
+from ..linear_model import DPLogisticRegression
+from ..synthetic import DPSyntheticData
 from ..utils._argtypes import positive
+from ._audit import audit
 
 __all__ = ["SYNTHETIC_COLUMNS", "adult_audit_setup", "add_audit_parser", "run_audit"]
 
 # Categorical Adult columns the synthetic-data audit models (public domains).
 SYNTHETIC_COLUMNS = ("relationship", "race", "sex", "workclass")
 _GROUP_COLUMN = "sex"
+# The public row bound of adult_design_matrix: one 1 per categorical feature
+# (8) and six numeric features in [0, 1].
 _ROW_NORM = math.sqrt(14.0)
 _LINEAR_OPTIONS = {
     "logistic": ("epochs", "batch_size", "batch_sampling", "solver"),
@@ -40,13 +49,6 @@ def adult_audit_setup(estimator, rows, epsilon, random_state, **params):
     y : ndarray or None
     fit_params : dict
     """
-    import numpy as np
-
-    from ..datasets import ADULT_SCHEMA, adult_design_matrix, load_adult
-    from ..fairness import DPSaddlePointClassifier
-    from ..linear_model import DPLogisticRegression
-    from ..synthetic import DPSyntheticData
-
     data, target = load_adult(return_X_y=True)
     rng = np.random.default_rng(random_state)
     rows = min(rows, data.shape[0])
@@ -151,8 +153,6 @@ def run_audit(args):
     status : int
         0 on success.
     """
-    from ._audit import audit
-
     if not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must be in (0, 1), got {args.alpha}")
     options = {

@@ -22,14 +22,17 @@ import numpy as np
 from scipy.stats import binom
 from sklearn.base import clone
 
+from ..accounting import Neighbouring
 from ._audit import (
-    _generator,
+    FIT_SEED_BOUND,
+    AuditOutcome,
+    audit_generator,
     check_reported_relation,
     relation_of,
     seed_every_step,
-    verdict,
 )
-from ._canaries import check_groups_declared
+from ._canaries import canary_norm, check_groups_declared
+from ._policy import DEFAULT_AUDIT_POLICY
 
 __all__ = [
     "OneRunAuditResult",
@@ -38,18 +41,20 @@ __all__ = [
     "one_run_p_value",
 ]
 
-# Grid on which the p-value is checked: a coarse pass up to the largest
-# epsilon a one-run audit can show, then a fine pass inside the first bracket
-# where it exceeds alpha. The reported bound is a grid point (rounded down).
+# The grid on which the p-value is checked, which sets the resolution of the
+# reported bound (a grid point, rounded down): a coarse pass up to the
+# largest epsilon a one-run audit can show, then a fine pass inside the first
+# bracket where the p-value exceeds alpha.
+#: Largest epsilon checked (above what 10^6 all-correct guesses can show).
 _EPSILON_MAX = 30.0
+#: Step of the coarse pass.
 _COARSE_STEP = 0.01
+#: Step of the fine pass.
 _FINE_STEP = 0.0005
-# Default numbers of guesses, as shares of the canaries (Bonferroni over them).
-_DEFAULT_GUESS_SHARES = (0.05, 0.1, 0.25, 0.5, 1.0)
 
 
 @dataclass(frozen=True, eq=False)
-class OneRunAuditResult:
+class OneRunAuditResult(AuditOutcome):
     """The outcome of :func:`audit_one_run`.
 
     Attributes
@@ -87,13 +92,16 @@ class OneRunAuditResult:
     scores: np.ndarray
     bits: np.ndarray
 
-    @property
-    def verdict(self):
-        """``"consistent with the claim"`` or ``"refutes the claim"``.
-
-        As for :attr:`AuditResult.verdict`.
-        """
-        return verdict(self.epsilon_lower, self.epsilon_reported)
+    _SUMMARY = (
+        "epsilon_lower",
+        "epsilon_reported",
+        "delta",
+        "n_canaries",
+        "k_guesses",
+        "correct_guesses",
+        "candidates",
+        "alpha",
+    )
 
     def __str__(self):
         return (
@@ -113,20 +121,6 @@ class OneRunAuditResult:
             f"{self.k_guesses}, n_canaries={self.n_canaries}, "
             f"alpha={self.alpha:g})"
         )
-
-    def to_dict(self):
-        """A JSON-ready dict of the summary (without the scores)."""
-        return {
-            "verdict": self.verdict,
-            "epsilon_lower": self.epsilon_lower,
-            "epsilon_reported": self.epsilon_reported,
-            "delta": self.delta,
-            "n_canaries": self.n_canaries,
-            "k_guesses": self.k_guesses,
-            "correct_guesses": self.correct_guesses,
-            "candidates": list(self.candidates),
-            "alpha": self.alpha,
-        }
 
 
 def _check_counts(m, r, v):
@@ -193,9 +187,8 @@ def one_run_epsilon_lower(m, r, v, delta, alpha):
     next point is a fine or a coarse one depending on the data, so the
     argument needs the p-value to be non-decreasing in epsilon between
     them (else the two events give ``2 alpha``). Its delta term is not
-    monotone in general; a review on 2026-11-24 found the p-value
-    non-decreasing on every one of 395 settings (``m`` up to 5000, ``delta``
-    0 to 1e-4) and no lattice point below ``e`` above ``alpha``.
+    monotone in general: ``tests/test_audit_one_run.py`` checks the p-value
+    is non-decreasing on a grid of settings.
 
     Parameters
     ----------
@@ -226,10 +219,11 @@ def one_run_epsilon_lower(m, r, v, delta, alpha):
     return float(fine[last_good]) if last_good >= 0 else float(coarse[first - 1])
 
 
-def _guess_counts(k_guesses, n_canaries):
+def _guess_counts(k_guesses, n_canaries, policy=DEFAULT_AUDIT_POLICY):
+    """The numbers of guesses to try: ``k_guesses``, or the policy's shares."""
     if k_guesses is None:
-        counts = {max(1, int(share * n_canaries)) for share in _DEFAULT_GUESS_SHARES}
-        return tuple(sorted(counts))
+        shares = policy.guess_shares
+        return tuple(sorted({max(1, int(share * n_canaries)) for share in shares}))
     values = [k_guesses] if isinstance(k_guesses, Integral) else list(k_guesses)
     if not values or any(
         isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= n_canaries
@@ -258,8 +252,7 @@ def _canary_data(estimator, X, y, bits, fit_params):
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError("audit_one_run needs at least two classes in y.")
-    radius = estimator.get_params(deep=False).get("row_norm", 1.0)
-    radius = 1.0 if radius is None else float(radius)  # no row bound: a unit canary
+    radius = canary_norm(estimator)
     n, d = X.shape
     m = bits.size
     data = np.zeros((n + m, d + m))
@@ -347,64 +340,102 @@ def audit_one_run(
     >>> import numpy as np
     >>> from skdp.audit import audit_one_run
     >>> from skdp.linear_model import DPLogisticRegression
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(-0.5, 0.5, size=(200, 3))
+    >>> X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(200, 3))
     >>> y = (X[:, 0] > 0).astype(int)
     >>> est = DPLogisticRegression(epsilon=1.0, epochs=2, batch_size=50,
-    ...                            batch_sampling="cyclic")
+    ...                            batch_sampling="cyclic", classes=[0, 1])
     >>> result = audit_one_run(est, X, y, n_canaries=100, random_state=0)
-    >>> result.epsilon_lower <= result.epsilon_reported
-    True
+    >>> result.n_canaries, result.k_guesses in result.candidates
+    (100, True)
+    >>> result.verdict
+    'consistent with the claim'
     """
+    _check_one_run_args(n_canaries, alpha)
+    candidates = _guess_counts(k_guesses, int(n_canaries))
+    check_groups_declared(estimator, fit_params)
+    _check_replace_one(estimator)
+    rng = audit_generator(random_state)
+    bits = rng.choice(np.array([-1.0, 1.0]), size=int(n_canaries))
+    scores, spent = _fit_with_canaries(estimator, X, y, bits, fit_params, rng)
+    epsilon_reported = math.nan if spent is None else float(spent.epsilon)
+    delta = 0.0 if spent is None else float(spent.delta)
+    best = _best_guesses(scores, bits, candidates, delta, float(alpha))
+    scores.setflags(write=False)
+    bits.setflags(write=False)
+    return OneRunAuditResult(
+        epsilon_lower=best.epsilon_lower,
+        epsilon_reported=epsilon_reported,
+        delta=delta,
+        n_canaries=int(n_canaries),
+        k_guesses=best.k,
+        correct_guesses=best.correct,
+        candidates=candidates,
+        alpha=float(alpha),
+        scores=scores,
+        bits=bits,
+    )
+
+
+def _check_one_run_args(n_canaries, alpha):
+    """Refuse a count of canaries or a level the audit cannot use."""
     if isinstance(n_canaries, bool) or not isinstance(n_canaries, Integral):
         raise ValueError(f"n_canaries must be an integer >= 1, got {n_canaries!r}.")
     if n_canaries < 1:
         raise ValueError(f"n_canaries must be an integer >= 1, got {n_canaries!r}.")
     if not isinstance(alpha, Real) or not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
-    candidates = _guess_counts(k_guesses, int(n_canaries))
-    check_groups_declared(estimator, fit_params)
-    if relation_of(estimator) == "add-remove":
+
+
+def _check_replace_one(estimator):
+    """Refuse an add/remove estimator: flipping a canary's sign replaces it."""
+    if relation_of(estimator) == Neighbouring.ADD_REMOVE:
         raise ValueError(
             "audit_one_run flips each canary's sign, a replacement: it audits "
             "replace-one claims only. Audit an add/remove estimator with "
             "skdp.audit.audit (which drops the canary row)."
         )
-    rng = _generator(random_state)
-    bits = rng.choice(np.array([-1.0, 1.0]), size=int(n_canaries))
-    data, labels, params, d, row = _canary_data(estimator, X, y, bits, fit_params)
 
-    est = seed_every_step(clone(estimator), int(rng.integers(0, 2**31 - 1)))
+
+def _fit_with_canaries(estimator, X, y, bits, fit_params, rng):
+    """Fit one seeded clone on the data with the canaries.
+
+    Returns each canary column's coefficient and the reported spend.
+    """
+    data, labels, params, d, row = _canary_data(estimator, X, y, bits, fit_params)
+    est = seed_every_step(clone(estimator), int(rng.integers(0, FIT_SEED_BOUND)))
     est.fit(data, labels, **params)
     scores = np.asarray(est.coef_, dtype=float)[row, d:].copy()
     if not np.all(np.isfinite(scores)):
         raise ValueError("The fit gave non-finite coefficients; cannot audit it.")
     spent = getattr(est, "privacy_spent_", None)
-    check_reported_relation([getattr(spent, "neighbouring", None)], "replace-one")
-    epsilon_reported = math.nan if spent is None else float(spent.epsilon)
-    delta = 0.0 if spent is None else float(spent.delta)
+    check_reported_relation(
+        [getattr(spent, "neighbouring", None)], Neighbouring.REPLACE_ONE
+    )
+    return scores, spent
 
+
+@dataclass(frozen=True)
+class _Guesses:
+    """The best of the numbers of guesses tried."""
+
+    epsilon_lower: float
+    k: int
+    correct: int
+
+
+def _best_guesses(scores, bits, candidates, delta, alpha):
+    """Guess the sign of the ``k`` largest coefficients, for each ``k``.
+
+    Each ``k`` is tested at level ``alpha / len(candidates)`` (Bonferroni);
+    the largest bound is kept (the first ``k`` reaching it).
+    """
     order = np.argsort(-np.abs(scores), kind="stable")
     correct = np.where(scores >= 0, 1.0, -1.0) == bits
-    level = float(alpha) / len(candidates)
+    level = alpha / len(candidates)
     best = None
     for k in candidates:
         v = int(np.sum(correct[order[:k]]))
-        bound = one_run_epsilon_lower(int(n_canaries), k, v, delta, level)
-        if best is None or bound > best[0]:
-            best = (bound, k, v)
-    bound, k, v = best
-    scores.setflags(write=False)
-    bits.setflags(write=False)
-    return OneRunAuditResult(
-        epsilon_lower=bound,
-        epsilon_reported=epsilon_reported,
-        delta=delta,
-        n_canaries=int(n_canaries),
-        k_guesses=k,
-        correct_guesses=v,
-        candidates=candidates,
-        alpha=float(alpha),
-        scores=scores,
-        bits=bits,
-    )
+        bound = one_run_epsilon_lower(bits.size, k, v, delta, level)
+        if best is None or bound > best.epsilon_lower:
+            best = _Guesses(bound, k, v)
+    return best

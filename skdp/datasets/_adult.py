@@ -23,13 +23,7 @@ from importlib import resources
 import numpy as np
 from sklearn.utils import Bunch
 
-__all__ = [
-    "ADULT_NUMERIC_BINS",
-    "ADULT_SCHEMA",
-    "adult_design_matrix",
-    "adult_feature_names",
-    "load_adult",
-]
+# The public names are listed once, in the package's ``__all__``.
 
 _DATA_PACKAGE = __name__.rpartition(".")[0]
 _DATA_FILE = ("data", "adult.csv.gz")
@@ -329,6 +323,7 @@ def _read_adult():
 
 
 def _import_pandas(caller):
+    """pandas, imported on demand: an optional dependency (``as_frame=True``)."""
     try:
         import pandas as pd
     except ImportError as exc:
@@ -575,8 +570,7 @@ def adult_design_matrix(X, *, bins=False):
     optimum slowly.  ``bins=True`` appends a one-hot indicator of the public
     bin of ``age``, ``capital_gain``, ``capital_loss`` and ``hours_per_week``,
     which is better conditioned and lets a linear model fit a non-linear
-    effect (non-private logistic regression on the UCI test file: 0.859
-    accuracy, against 0.851 without bins; see ``docs/benchmarks.md``).
+    effect (docs/benchmarks.md, "DPLogisticRegression accuracy").
 
     Parameters
     ----------

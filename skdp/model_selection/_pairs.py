@@ -2,6 +2,8 @@
 
 import math
 
+from ..accounting import Neighbouring
+
 __all__ = ["compose_pairs", "replace_one_pair"]
 
 
@@ -24,7 +26,7 @@ def replace_one_pair(spent):
     -------
     epsilon, delta : float
     """
-    if spent.neighbouring == "add-remove":
+    if spent.neighbouring == Neighbouring.ADD_REMOVE:
         return 2.0 * spent.epsilon, (1.0 + math.exp(spent.epsilon)) * spent.delta
     return float(spent.epsilon), float(spent.delta)
 

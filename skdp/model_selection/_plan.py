@@ -5,10 +5,8 @@ from dataclasses import replace
 import numpy as np
 from sklearn.pipeline import Pipeline
 
-from ..accounting import GaussianEvent, calibrate_noise_multiplier
 from ..pipeline._leaks import _leaves, final_estimator, is_private
 from ..preprocessing import DPStandardScaler
-from ..utils._validation import default_delta
 
 __all__ = ["check_candidate", "fit_spends", "undeclared_classes"]
 
@@ -21,11 +19,7 @@ def _scaler_spend(scaler, size):
     else (not on the number of columns).
     """
     scaler._validate_params()
-    delta = default_delta(size) if scaler.delta is None else scaler.delta
-    _, spent = calibrate_noise_multiplier(
-        lambda z: [(GaussianEvent(z), 1)], scaler.epsilon, delta, accountant="pld"
-    )
-    return spent
+    return scaler._release_plan(size).calibrate()[1]
 
 
 def _worst_class_count_spend(step, size):

@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ..pipeline import PrivatePipeline
-from ..utils._sklearn import Interval
+from ..utils._sklearn import Interval, fit_context
 from ._search import _as_grid, private_cv, search_privacy
 
 __all__ = ["PrivateGridSearchCV", "PrivateRandomizedSearchCV"]
@@ -21,11 +21,35 @@ _SPEND_NOTE = (
 )
 
 
+#: A randomized search with a non-integer ``random_state`` draws its seed in
+#: [0, 2^31 - 1) before reading any data.
+_SEED_BOUND = 2**31 - 1
+
+
+def _with_delta(constraints):
+    """A search's parameter constraints with the total's ``delta`` added."""
+    return {**constraints, "delta": [Interval(Real, 0, 1, closed="neither"), None]}
+
+
 class _PrivateSearchMixin:
-    """Account the search before reading any data; report the total."""
+    """Account the search before reading any data; report the total.
+
+    A subclass's ``__init__`` lists its parameters (scikit-learn reads them
+    from its signature) and hands them to :meth:`_store_params`;
+    ``_public_candidates`` says which candidates the search runs.
+    """
 
     # search_privacy reads an integer cv of these searches as KFold(k).
     _int_cv_is_kfold = True
+
+    def _store_params(self, params):
+        """Store every constructor parameter as given, and nothing else.
+
+        ``params`` is the constructor's ``locals()``; the names are those of
+        its signature, as for :meth:`get_params`.
+        """
+        for name in self._get_param_names():
+            setattr(self, name, params[name])
 
     def _total(self, n_samples, grid):
         """The search's total, from the public plan alone."""
@@ -43,20 +67,31 @@ class _PrivateSearchMixin:
         if isinstance(self.estimator, PrivatePipeline):
             self.estimator._check_public_inputs(X, y)
 
-    def _fit_private(self, X, y, params, grid, **swapped):
-        """Account, then fit as the parent search; restore everything on error."""
-        self._validate_params()
-        n_samples = _num_samples(X)
-        total = self._total(n_samples, grid)
+    @fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None, **params):
+        """Fix the candidates, account the whole search, then run it.
+
+        The candidates are fixed before any data is read (a randomized
+        search draws them from its ``random_state``); exactly those are
+        accounted and run. A failed fit leaves the search as it was.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or None
+        **params : dict
+            As for the ``fit`` of the parent scikit-learn search.
+
+        Returns
+        -------
+        self : object
+            The fitted search.
+        """
+        grid, fixed = self._public_candidates()
+        total = self._total(_num_samples(X), grid)
         self._check_inputs(X, y)
-        state = dict(self.__dict__)
-        try:
-            with _swapped(self, cv=private_cv(self.cv), **swapped):
-                super().fit(X, y, **params)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(state)
-            raise
+        with _swapped(self, cv=private_cv(self.cv), **fixed):
+            super().fit(X, y, **params)
         self.privacy_spent_ = total
         return self
 
@@ -125,6 +160,13 @@ _COMMON_DOC = """
     :func:`~skdp.model_selection.search_privacy`).
 """
 
+_COMMON_PARAMS = """
+    cv : int, KFold, RepeatedKFold or None, default=None
+        ``None``: ``KFold(5)``; an integer ``k``: ``KFold(k)``.
+    delta : float or None, default=None
+        Delta of the total (see :func:`~skdp.model_selection.search_privacy`).
+"""
+
 _COMMON_ATTRS = """
     Attributes
     ----------
@@ -148,12 +190,8 @@ class PrivateGridSearchCV(_PrivateSearchMixin, GridSearchCV):
     ----------
     estimator, param_grid, scoring, n_jobs, refit, verbose, pre_dispatch, \
 error_score, return_train_score
-        As for :class:`sklearn.model_selection.GridSearchCV`.
-    cv : int, KFold, RepeatedKFold or None, default=None
-        ``None``: ``KFold(5)``; an integer ``k``: ``KFold(k)``.
-    delta : float or None, default=None
-        Delta of the total (see :func:`~skdp.model_selection.search_privacy`).
-"""
+        As for :class:`sklearn.model_selection.GridSearchCV`."""
+        + _COMMON_PARAMS
         + _COMMON_ATTRS
         + """
     Examples
@@ -172,10 +210,7 @@ error_score, return_train_score
 """
     )
 
-    _parameter_constraints = {
-        **GridSearchCV._parameter_constraints,
-        "delta": [Interval(Real, 0, 1, closed="neither"), None],
-    }
+    _parameter_constraints = _with_delta(GridSearchCV._parameter_constraints)
 
     def __init__(
         self,
@@ -192,35 +227,11 @@ error_score, return_train_score
         return_train_score=False,
         delta=None,
     ):
-        super().__init__(
-            estimator,
-            param_grid,
-            scoring=scoring,
-            n_jobs=n_jobs,
-            refit=refit,
-            cv=cv,
-            verbose=verbose,
-            pre_dispatch=pre_dispatch,
-            error_score=error_score,
-            return_train_score=return_train_score,
-        )
-        self.delta = delta
+        self._store_params(locals())
 
-    def fit(self, X, y=None, **params):
-        """Account the whole search, then run it.
-
-        Parameters
-        ----------
-        X : DataFrame or array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or None
-        **params : dict
-            As for :meth:`sklearn.model_selection.GridSearchCV.fit`.
-
-        Returns
-        -------
-        self : PrivateGridSearchCV
-        """
-        return self._fit_private(X, y, params, self.param_grid)
+    def _public_candidates(self):
+        """The grid, as given; no parameter is fixed for the run."""
+        return self.param_grid, {}
 
 
 class PrivateRandomizedSearchCV(_PrivateSearchMixin, RandomizedSearchCV):
@@ -237,19 +248,12 @@ class PrivateRandomizedSearchCV(_PrivateSearchMixin, RandomizedSearchCV):
     ----------
     estimator, param_distributions, n_iter, scoring, n_jobs, refit, verbose, \
 pre_dispatch, random_state, error_score, return_train_score
-        As for :class:`sklearn.model_selection.RandomizedSearchCV`.
-    cv : int, KFold, RepeatedKFold or None, default=None
-        ``None``: ``KFold(5)``; an integer ``k``: ``KFold(k)``.
-    delta : float or None, default=None
-        Delta of the total (see :func:`~skdp.model_selection.search_privacy`).
-"""
+        As for :class:`sklearn.model_selection.RandomizedSearchCV`."""
+        + _COMMON_PARAMS
         + _COMMON_ATTRS
     )
 
-    _parameter_constraints = {
-        **RandomizedSearchCV._parameter_constraints,
-        "delta": [Interval(Real, 0, 1, closed="neither"), None],
-    }
+    _parameter_constraints = _with_delta(RandomizedSearchCV._parameter_constraints)
 
     def __init__(
         self,
@@ -268,45 +272,18 @@ pre_dispatch, random_state, error_score, return_train_score
         return_train_score=False,
         delta=None,
     ):
-        super().__init__(
-            estimator,
-            param_distributions,
-            n_iter=n_iter,
-            scoring=scoring,
-            n_jobs=n_jobs,
-            refit=refit,
-            cv=cv,
-            verbose=verbose,
-            pre_dispatch=pre_dispatch,
-            random_state=random_state,
-            error_score=error_score,
-            return_train_score=return_train_score,
-        )
-        self.delta = delta
+        self._store_params(locals())
 
-    def fit(self, X, y=None, **params):
-        """Draw the candidates, account the whole search, then run it.
-
-        Parameters
-        ----------
-        X : DataFrame or array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or None
-        **params : dict
-            As for :meth:`sklearn.model_selection.RandomizedSearchCV.fit`.
-
-        Returns
-        -------
-        self : PrivateRandomizedSearchCV
-        """
-        self._validate_params()
+    def _public_candidates(self):
+        """The drawn candidates, and the seed that makes the parent draw them."""
         state = self.random_state
         if isinstance(state, numbers.Integral) and not isinstance(state, bool):
             seed = int(state)
         else:
-            seed = int(check_random_state(state).randint(2**31 - 1))
+            seed = int(check_random_state(state).randint(_SEED_BOUND))
         # The draw the parent search makes from this seed, fixed before any
         # data is read: exactly these candidates are accounted and run.
         drawn = list(
             ParameterSampler(self.param_distributions, self.n_iter, random_state=seed)
         )
-        return self._fit_private(X, y, params, _as_grid(drawn), random_state=seed)
+        return _as_grid(drawn), {"random_state": seed}

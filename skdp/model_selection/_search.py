@@ -18,10 +18,10 @@ from sklearn.model_selection import (
     RepeatedKFold,
 )
 
-from ..accounting import PrivacySpent, compose_spent
+from .._base import resolve_delta
+from ..accounting import Neighbouring, PrivacySpent, compose_spent
 from ..exceptions import PrivacyLeakWarning
 from ..pipeline import check_pipeline
-from ..utils._validation import default_delta
 from ._pairs import compose_pairs, replace_one_pair
 from ._plan import check_candidate, fit_spends, undeclared_classes
 
@@ -181,7 +181,7 @@ def _rdp_total(by_size, memberships, n_samples, refit, delta):
     The fits of a record, and the refit, are composed adaptively on their
     Rényi curves, or by the tight accountants when all keep their events.
     """
-    delta = default_delta(n_samples) if delta is None else float(delta)
+    delta = resolve_delta(delta, n_samples)
     refit_parts = []
     if refit:
         refits = [spends[n_samples] for spends in by_size]
@@ -258,10 +258,65 @@ def _pair_total(by_size, memberships, n_samples, refit, delta):
             "fits as (epsilon, delta) pairs, add/remove ones as replace-one by "
             f"group privacy; {' / '.join(rules)}"
         ),
-        neighbouring="replace-one",
+        neighbouring=Neighbouring.REPLACE_ONE.value,
         order=math.nan,
         orders=first.orders,
         rdp=(math.inf,) * len(first.orders),
+    )
+
+
+def _search_inputs(estimator, param_grid, cv, refit, delta):
+    """``(estimator, grid, cv, refit, delta)``, defaults applied.
+
+    A search object is unpacked (:func:`_unpack_search`); its own ``delta``
+    (skdp's private searches) counts when ``delta`` is ``None``.
+    """
+    if isinstance(estimator, (GridSearchCV, RandomizedSearchCV)) or (
+        hasattr(estimator, "estimator") and hasattr(estimator, "cv")
+    ):
+        own_delta = getattr(estimator, "delta", None)
+        estimator, param_grid, cv, refit = _unpack_search(
+            estimator, param_grid, cv, refit
+        )
+        delta = own_delta if delta is None else delta
+    refit = True if refit is None else bool(refit)
+    cv = 5 if cv is None else cv
+    grid = {} if param_grid is None else param_grid
+    return estimator, grid, cv, refit, delta
+
+
+def _candidates(estimator, grid):
+    """Every candidate of ``grid``, each checked; leak warnings once each."""
+    candidates = [clone(estimator).set_params(**p) for p in ParameterGrid(grid)]
+    if not candidates:
+        raise ValueError("param_grid has no candidate.")
+    for candidate in candidates:
+        check_candidate(candidate)
+    _warn_leaks([estimator, *candidates])
+    return candidates
+
+
+def _warn_worst_classes():
+    """Say that undeclared classes make the total a worst case over them."""
+    warnings.warn(
+        "search_privacy: the estimator's classes are not declared and "
+        "n_classes is not given, so each fit reads its class set from its "
+        "training labels (not covered by the total). The total is planned "
+        "for the worst case, every fit binary or multiclass where the "
+        "estimator allows both (the larger Rényi curve of each, composed by "
+        "Rényi DP). Declare classes=[...] "
+        "(or pass n_classes) for a tighter total.",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+
+
+def _keeps_curves(by_size):
+    """Whether every planned fit is replace-one with a finite Rényi curve."""
+    spends = [s for spends_of in by_size for fit in spends_of.values() for s in fit]
+    return all(
+        s.neighbouring == Neighbouring.REPLACE_ONE and np.all(np.isfinite(s.rdp))
+        for s in spends
     )
 
 
@@ -404,50 +459,23 @@ def search_privacy(
     >>> 1.0 < total.epsilon < 4 * 0.5 + 4 * 1.0 + 1.0
     True
     """
-    if isinstance(estimator, (GridSearchCV, RandomizedSearchCV)) or (
-        hasattr(estimator, "estimator") and hasattr(estimator, "cv")
-    ):
-        estimator, param_grid, cv, refit, own_delta = (
-            *_unpack_search(estimator, param_grid, cv, refit),
-            getattr(estimator, "delta", None),
-        )
-        delta = own_delta if delta is None else delta
-    refit = True if refit is None else bool(refit)
-    cv = 5 if cv is None else cv
-    grid = {} if param_grid is None else param_grid
+    estimator, grid, cv, refit, delta = _search_inputs(
+        estimator, param_grid, cv, refit, delta
+    )
     check_candidate(estimator)
     n_samples = int(n_samples)
     fold_sizes = _fold_sizes(n_samples, cv, estimator)
-    candidates = [clone(estimator).set_params(**p) for p in ParameterGrid(grid)]
-    if not candidates:
-        raise ValueError("param_grid has no candidate.")
-    for candidate in candidates:
-        check_candidate(candidate)
-    _warn_leaks([estimator, *candidates])
+    candidates = _candidates(estimator, grid)
     worst_classes = n_classes is None and any(map(undeclared_classes, candidates))
     if worst_classes:
-        warnings.warn(
-            "search_privacy: the estimator's classes are not declared and "
-            "n_classes is not given, so each fit reads its class set from its "
-            "training labels (not covered by the total). The total is planned "
-            "for the worst case, every fit binary or multiclass where the "
-            "estimator allows both (the larger Rényi curve of each, composed by "
-            "Rényi DP). Declare classes=[...] "
-            "(or pass n_classes) for a tighter total.",
-            PrivacyLeakWarning,
-            stacklevel=2,
-        )
+        _warn_worst_classes()
     memberships = _record_memberships(n_samples, fold_sizes)
     sizes = sorted({size for fits in memberships for size in fits} | {n_samples})
     by_size = [
         {size: fit_spends(c, size, n_classes, worst_classes) for size in sizes}
         for c in candidates
     ]
-    spends = [s for spends_of in by_size for fit in spends_of.values() for s in fit]
-    exact = all(
-        s.neighbouring == "replace-one" and np.all(np.isfinite(s.rdp)) for s in spends
-    )
-    combine = _rdp_total if exact else _pair_total
+    combine = _rdp_total if _keeps_curves(by_size) else _pair_total
     total = combine(by_size, memberships, n_samples, refit, delta)
     if not math.isfinite(total.epsilon):
         raise ValueError(

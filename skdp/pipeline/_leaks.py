@@ -109,22 +109,29 @@ def leak_reason(step):
     return None
 
 
-def _leaves(est, path):
-    """``(path, step)`` for every leaf transformer, nested containers opened."""
+def _leaves(est, path, *, fitted=False):
+    """``(path, step)`` for every leaf step, nested containers opened.
+
+    ``fitted``: walk what a fitted ColumnTransformer fitted
+    (``transformers_``, its remainder included) instead of its parameters.
+    ``None`` and strings (``"drop"``, ``"passthrough"``) are not steps.
+    """
     if est is None or isinstance(est, str):
         return
     if isinstance(est, Pipeline):
-        for name, step in est.steps:
-            yield from _leaves(step, (*path, name))
+        children = [(name, step) for name, step in est.steps]
+    elif isinstance(est, ColumnTransformer) and fitted:
+        children = [(name, step) for name, step, _ in getattr(est, "transformers_", ())]
     elif isinstance(est, ColumnTransformer):
-        for name, step, _ in est.transformers:
-            yield from _leaves(step, (*path, name))
-        yield from _leaves(est.remainder, (*path, "remainder"))
+        children = [(name, step) for name, step, _ in est.transformers]
+        children.append(("remainder", est.remainder))
     elif isinstance(est, FeatureUnion):
-        for name, step in est.transformer_list:
-            yield from _leaves(step, (*path, name))
+        children = list(est.transformer_list)
     else:
         yield path, est
+        return
+    for name, step in children:
+        yield from _leaves(step, (*path, name), fitted=fitted)
 
 
 def final_estimator(est):

@@ -5,13 +5,12 @@ import inspect
 import numpy as np
 from sklearn import get_config
 from sklearn.base import clone
-from sklearn.compose import ColumnTransformer
-from sklearn.pipeline import FeatureUnion, Pipeline
+from sklearn.pipeline import Pipeline
 
 from ..accounting import compose_spent
 from ..preprocessing import SchemaEncoder
 from ..preprocessing._encoder import _as_schema, _is_frame
-from ._leaks import check_pipeline, final_estimator
+from ._leaks import _leaves, check_pipeline, final_estimator
 
 __all__ = ["PrivatePipeline", "make_private_pipeline", "privacy_spent"]
 
@@ -147,17 +146,8 @@ def _is_default(value, default):
 
 def _spends(est):
     """Every fitted ``privacy_spent_`` in ``est``, nested steps opened."""
-    if isinstance(est, Pipeline):
-        for _, step in est.steps:
-            yield from _spends(step)
-    elif isinstance(est, ColumnTransformer):
-        for _, step, _ in getattr(est, "transformers_", ()):
-            yield from _spends(step)
-    elif isinstance(est, FeatureUnion):
-        for _, step in est.transformer_list:
-            yield from _spends(step)
-    elif not isinstance(est, str) and est is not None:
-        spent = getattr(est, "privacy_spent_", None)
+    for _, step in _leaves(est, (), fitted=True):
+        spent = getattr(step, "privacy_spent_", None)
         if spent is not None:
             yield spent
 

@@ -80,7 +80,7 @@ def _category_codes(column, categories):
     """Index of each value in ``categories``; -1 if unknown, -2 if missing."""
     index = {category: i for i, category in enumerate(categories)}
     values = np.asarray(column, dtype=object)
-    try:
+    try:  # pandas is optional: its factorize is only a faster path
         import pandas as pd
     except ImportError:
         pd = None

@@ -1,6 +1,7 @@
 """Scalers: one free (declared public bounds), one private (Gaussian mechanism)."""
 
 import math
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -8,11 +9,28 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ..accounting import GaussianEvent, calibrate_noise_multiplier
+from .._base import PrivateFitMixin, resolve_delta
+from ..accounting import GaussianEvent, account, calibrate_noise_multiplier
 from ..utils._sklearn import Interval, fit_context, validate_data
-from ..utils._validation import MAGNITUDE_LIMIT, default_delta
+from ..utils._validation import MAGNITUDE_LIMIT
 
-__all__ = ["BoundedScaler", "DPStandardScaler"]
+__all__ = ["BoundedScaler", "DPStandardScaler", "ScalerPolicy"]
+
+#: Largest variance of a value in [0, 1]: a noisy variance is clipped to it.
+_MAX_UNIT_VARIANCE = 0.25
+
+
+@dataclass(frozen=True)
+class ScalerPolicy:
+    """Tuning of :class:`DPStandardScaler` (no effect on its privacy)."""
+
+    #: Floor on a column's scale, as a share of its declared width: a noisy
+    #: variance can vanish, and dividing by it would blow the column up (a
+    #: safeguard; no benchmark chose the value).
+    scale_floor: float = 0.01
+
+
+DEFAULT_SCALER_POLICY = ScalerPolicy()
 
 
 def _check_bounds(bounds, n_features):
@@ -89,7 +107,74 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return np.clip((X - self.lower_) / (self.upper_ - self.lower_), 0.0, 1.0)
 
 
-class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+@dataclass(frozen=True)
+class _ScalerData:
+    """Validated rows and their declared per-feature bounds."""
+
+    X: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+@dataclass(frozen=True)
+class _MomentsPlan:
+    """One Gaussian release of the normalised sums, calibrated to a target."""
+
+    epsilon: float
+    delta: float
+
+    @staticmethod
+    def events(noise_multiplier):
+        """The events of a release with this noise multiplier."""
+        return [(GaussianEvent(noise_multiplier), 1)]
+
+    def calibrate(self):
+        """``(noise_multiplier, spent)``: the least noise meeting the target."""
+        return calibrate_noise_multiplier(
+            self.events, self.epsilon, self.delta, accountant="pld"
+        )
+
+    def account(self, events):
+        """The spend of ``events`` at the plan's delta (the tight accountant)."""
+        return account(events, self.delta, accountant="pld")
+
+
+@dataclass(frozen=True)
+class _Moments:
+    """A private release's mean and scale, in the columns' units."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    noise_std: np.ndarray
+    events: list
+
+
+def _release_moments(data, noise_multiplier, rng, policy):
+    """Release each column's sums of ``u`` and ``u^2`` with Gaussian noise.
+
+    ``u = (x - lower) / (upper - lower)`` lies in [0, 1], so one row moves
+    each entry of ``(sum u, sum u^2)`` by at most 1 when it is replaced.
+    """
+    X, lower, upper = data.X, data.lower, data.upper
+    n, d = X.shape
+    width = upper - lower
+    u = (np.clip(X, lower, upper) - lower) / width
+    noise_std = noise_multiplier * math.sqrt(2.0 * d)
+    first = u.sum(axis=0) + rng.normal(0.0, noise_std, d)
+    second = (u**2).sum(axis=0) + rng.normal(0.0, noise_std, d)
+    mean = np.clip(first / n, 0.0, 1.0)
+    var = np.clip(second / n - mean**2, 0.0, _MAX_UNIT_VARIANCE)
+    return _Moments(
+        mean=mean * width + lower,
+        scale=np.maximum(np.sqrt(var), policy.scale_floor) * width,
+        noise_std=noise_std * np.vstack([width, width**2]),
+        events=_MomentsPlan.events(noise_multiplier),
+    )
+
+
+class DPStandardScaler(
+    PrivateFitMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator
+):
     """Standardise with a mean and scale estimated under differential privacy.
 
     Values are clipped to the declared bounds. Each column is measured on its
@@ -161,29 +246,35 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Estimate mean and scale privately."""
         X = validate_data(self, X)
         lower, upper = _check_bounds(self.bounds, X.shape[1])
-        n, d = X.shape
-        delta = default_delta(n) if self.delta is None else self.delta
-        z, spent = calibrate_noise_multiplier(
-            lambda z: [(GaussianEvent(z), 1)], self.epsilon, delta, accountant="pld"
-        )
-        rng = check_random_state(self.random_state)
-        width = upper - lower
-        # Each column on its own range: u in [0, 1], so (u, u^2) moves by at
-        # most 1 per entry when a row is replaced.
-        u = (np.clip(X, lower, upper) - lower) / width
-        noise_std = z * math.sqrt(2.0 * d)
-        first = u.sum(axis=0) + rng.normal(0.0, noise_std, d)
-        second = (u**2).sum(axis=0) + rng.normal(0.0, noise_std, d)
-        mean = np.clip(first / n, 0.0, 1.0)
-        var = np.clip(second / n - mean**2, 0.0, 0.25)
-        # A noisy variance can vanish: floor the scale at 1% of the range.
-        self.scale_ = np.maximum(np.sqrt(var), 0.01) * width
-        self.mean_ = mean * width + lower
-        self.lower_, self.upper_ = lower, upper
-        self.noise_std_ = noise_std * np.vstack([width, width**2])
-        self.noise_multiplier_ = z
+        return self._fit_private(_ScalerData(X, lower, upper))
+
+    def _fit_generator(self):
+        """The scaler draws its noise from ``random_state``'s own RandomState."""
+        return check_random_state(self.random_state)
+
+    def _release_plan(self, n_samples):
+        """The plan of a fit on ``n_samples`` rows (public: ``n`` and parameters)."""
+        return _MomentsPlan(self.epsilon, resolve_delta(self.delta, n_samples))
+
+    def _plan_fit(self, data, rng):
+        return self._release_plan(data.X.shape[0])
+
+    def _calibrate(self, plan):
+        return plan.calibrate()[0]
+
+    def _run(self, schedule, noise_multiplier, data, rng):
+        return _release_moments(data, noise_multiplier, rng, DEFAULT_SCALER_POLICY)
+
+    def _account(self, plan, result):
+        return plan.account(result.events)
+
+    def _set_fitted(self, data, plan, noise_multiplier, result, spent, rng):
+        self.scale_ = result.scale
+        self.mean_ = result.mean
+        self.lower_, self.upper_ = data.lower, data.upper
+        self.noise_std_ = result.noise_std
+        self.noise_multiplier_ = noise_multiplier
         self.privacy_spent_ = spent
-        return self
 
     def transform(self, X):
         """Clip to the bounds, then standardise."""
