@@ -293,10 +293,11 @@ class _AllocatedRows(_ProjectedAsRead):
             return
         if self._buffer is None:
             self._buffer = np.empty_like(X, order="C")
-        self.X = X.take(order, axis=0, out=self._buffer)
-        self.codes = codes.take(order)
+        # ``order`` is a permutation of the rows: in range, so no bounds check.
+        self.X = X.take(order, axis=0, out=self._buffer, mode="clip")
+        self.codes = codes.take(order, mode="clip")
         if sample_weight is not None:
-            self.sample_weight = sample_weight.take(order)
+            self.sample_weight = sample_weight.take(order, mode="clip")
 
     def batch(self, index):
         """The :class:`Batch` of the slice ``index`` of the epoch's order."""
