@@ -108,6 +108,36 @@ def time_table(seeds):
         print(f"| {sampling} | {seconds:.2f} | {accuracy:.4f} |", flush=True)
 
 
+def noise_table(n, epsilons):
+    """Print the calibrated noise multiplier of the default fit on ``n`` rows.
+
+    With the probability floor (the default) and without it
+    (``calibration_share=0``), from ``privacy_plan`` (no data).
+    """
+    print(f"\n| n = {n} | relation | epsilon | floor | Poisson z | balls-and-bins z |")
+    print("|---|---|---|---|---|---|")
+    delta = min(1e-5, n**-1.1)
+    for relation in RELATIONS:
+        for epsilon in epsilons:
+            for share in ("auto", 0.0):
+                z = [
+                    DPLogisticRegression(
+                        epsilon=epsilon,
+                        delta=delta,
+                        batch_sampling=sampling,
+                        neighbouring=relation,
+                        calibration_share=share,
+                    ).privacy_plan(n)[0]
+                    for sampling in SAMPLERS
+                ]
+                floor = "yes" if share == "auto" else "no"
+                print(
+                    f"| | {relation} | {epsilon:g} | {floor} | {z[0]:.3f} | "
+                    f"{z[1]:.3f} |",
+                    flush=True,
+                )
+
+
 def main(argv=None):
     """Print the accuracy and time tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -115,10 +145,16 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--epsilons", type=float, nargs="*", default=EPSILONS)
     parser.add_argument("--no-adult", action="store_true")
+    parser.add_argument(
+        "--noise-only", action="store_true", help="only the noise table (Adult's n)"
+    )
     args = parser.parse_args(argv)
     seeds = list(range(args.seeds))
     tables = ([] if args.no_adult else ["adult"]) + list(args.tables)
     warnings.simplefilter("ignore", PrivacyLeakWarning)
+    if args.noise_only:
+        noise_table(adult(0)[0].shape[0], args.epsilons)
+        return
     accuracy_table(tables, seeds, args.epsilons)
     if not args.no_adult:
         time_table(seeds)
