@@ -414,23 +414,16 @@ class _Rules(NamedTuple):
     tail: float
 
 
+# The prefix of each amplified sampler's "auto" fields in the policy.
+_RULE_PREFIX = {"poisson": "poisson", "balls-and-bins": "allocation"}
+
+
 def _amplified_rules(sampling, policy):
     """The policy's "auto" rules of an amplified sampler; None for the others."""
-    if sampling == "poisson":
-        return _Rules(
-            policy.poisson_epochs,
-            policy.poisson_step,
-            policy.poisson_clip,
-            policy.poisson_tail,
-        )
-    if sampling == "balls-and-bins":
-        return _Rules(
-            policy.allocation_epochs,
-            policy.allocation_step,
-            policy.allocation_clip,
-            policy.allocation_tail,
-        )
-    return None
+    prefix = _RULE_PREFIX.get(sampling)
+    if prefix is None:
+        return None
+    return _Rules(*(getattr(policy, f"{prefix}_{name}") for name in _Rules._fields))
 
 
 def _loss_constants(row_norm, n_classes, sampling, learning_rate, clip_norm):
