@@ -2,12 +2,15 @@
 
 For a linear model, one epoch must at least read the data twice: scores
 ``X @ w`` and gradient ``X.T @ r``. This script times skdp's solver (cyclic,
-shuffled and Poisson batches, binary logistic, noise included) on dense
+shuffled, Poisson and balls-and-bins batches, binary logistic, noise
+included) on dense
 synthetic float64 data and prints, for each sampler and batch size:
 
 - ``setup``: the per-fit work done once whatever the number of epochs (the
   row norms for the public row-norm projection; for shuffled batches, the
-  copy of the data in its secret order);
+  copy of the data in its secret order; balls-and-bins draws a fresh
+  allocation and gathers the rows in its order every epoch, so its setup is
+  the row norms only);
 - ``epoch``: the steady-state cost of one more epoch, ``(t(E) - t(1)) / (E - 1)``
   with ``E = --epochs``;
 - the ratio of that epoch to the floor, and examples per second.
@@ -26,6 +29,7 @@ the same data, and prints its examples per second (best of ``--repeats``
 epochs, each on a freshly built model).
 
     python benchmarks/bench_sgd_speed.py [--n 1000000] [--d 50] [--opacus]
+        [--samplers poisson balls-and-bins] [--batches 1024 4096]
 """
 
 import argparse
@@ -36,7 +40,7 @@ import numpy as np
 
 from skdp._solvers._sgd import make_plan, poisson_batch, run_logistic_sgd
 
-SAMPLERS = ("cyclic", "shuffle", "poisson")
+SAMPLERS = ("cyclic", "shuffle", "poisson", "balls-and-bins")
 BATCHES = (256, 1024, 4096)
 
 
@@ -142,6 +146,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--opacus", action="store_true")
     parser.add_argument("--opacus-n", type=int, default=100_000)
+    parser.add_argument("--samplers", nargs="+", choices=SAMPLERS, default=SAMPLERS)
+    parser.add_argument("--batches", nargs="+", type=int, default=BATCHES)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     X = rng.normal(size=(args.n, args.d)) / np.sqrt(args.d)
@@ -154,8 +160,8 @@ def main():
     )
     print("| sampling | batch | setup (ms) | epoch (ms) | epoch / floor | examples/s |")
     print("|---|---|---|---|---|---|")
-    for sampling in SAMPLERS:
-        for batch in BATCHES:
+    for sampling in args.samplers:
+        for batch in args.batches:
             one = skdp_fit_time(X, y, sampling, batch, 1, args.repeats)
             many = skdp_fit_time(X, y, sampling, batch, args.epochs, args.repeats)
             # Floor the epoch at 1 microsecond: timing noise can make t(E) < t(1).
@@ -171,7 +177,7 @@ def main():
     )
     print("| batch | epoch (ms) | epoch / floor |")
     print("|---|---|---|")
-    for batch in BATCHES:
+    for batch in args.batches:
         bound = poisson_bound_time(X, batch, args.repeats, np.random.default_rng(2))
         print(f"| {batch} | {bound * 1e3:.0f} | {bound / floor:.1f} |")
     if args.opacus:
@@ -182,7 +188,7 @@ def main():
         )
         print("| batch | epoch (s) | examples/s |")
         print("|---|---|---|")
-        for batch in BATCHES:
+        for batch in args.batches:
             # Best of --repeats, as for skdp (a single run would understate
             # Opacus whenever the machine is busy).
             seconds = min(

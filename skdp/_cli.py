@@ -7,7 +7,7 @@ import sys
 import warnings
 
 from ._demo import run_demo
-from ._solvers._sgd import DEFAULT_POLICY, make_plan
+from ._solvers._sgd import AMPLIFIED, DEFAULT_POLICY, make_plan
 from .accounting import account, calibrate_noise_multiplier
 from .audit._cli import add_audit_parser
 from .linear_model._budget import split_budget
@@ -41,7 +41,14 @@ def _add_account_parser(subparsers):
     noise.add_argument("--target-epsilon", type=positive(float))
     p.add_argument("--delta", type=probability, required=True)
     p.add_argument(
-        "--sampling", choices=["cyclic", "shuffle", "poisson"], default="cyclic"
+        "--sampling",
+        choices=["cyclic", "shuffle", "poisson", "balls-and-bins"],
+        default="cyclic",
+        help=(
+            "balls-and-bins: every epoch each record goes to one of "
+            "ceil(n / batch-size) steps, uniformly and independently (random "
+            "allocation)"
+        ),
     )
     p.add_argument(
         "--neighbouring",
@@ -91,18 +98,19 @@ def _account_events(args):
     n, b = args.n, args.batch_size
     if b > n:
         raise ValueError(f"--batch-size ({b}) cannot exceed --n ({n}).")
-    if args.sampling != "poisson" and args.neighbouring != "replace-one":
+    amplified = args.sampling in AMPLIFIED
+    if not amplified and args.neighbouring != "replace-one":
         raise ValueError(
             "cyclic and shuffled batches are accounted under replace-one only (adding "
             "or removing a record shifts every later batch); use --sampling poisson "
-            "for add-remove."
+            "or balls-and-bins for add-remove."
         )
     if args.l2 < 0:
         raise ValueError("--l2 must be >= 0.")
     notes = []
     extra = (args.clip_norm, args.learning_rate, args.row_norm)
     bounded = all(v is not None for v in extra)
-    if args.sampling != "poisson" and not bounded and any(v is not None for v in extra):
+    if not amplified and not bounded and any(v is not None for v in extra):
         notes.append(
             "last-iterate bound needs --clip-norm, --learning-rate and --row-norm"
         )
@@ -123,7 +131,7 @@ def _account_events(args):
         tail_fraction=0.0,
         neighbouring=args.neighbouring,
     )
-    if bounded and not plan.clipping_inactive and args.sampling != "poisson":
+    if bounded and not plan.clipping_inactive and not amplified:
         notes.append(
             f"clip norm {plan.clip_norm:g} < gradient bound {plan.gradient_bound:g}: "
             "clipping may be active, last-iterate bound not applicable"

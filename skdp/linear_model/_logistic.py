@@ -10,6 +10,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from .._base import PrivateFitMixin, resolve_delta
 from .._solvers._rows import loss_row_norm
 from .._solvers._sgd import (
+    AMPLIFIED,
     DEFAULT_POLICY,
     SGDPlan,
     make_plan,
@@ -92,9 +93,18 @@ class DPLogisticRegression(
         clipped per-example gradients divided by the clip norm (DP-SGLD: the
         Langevin ``sigma`` divided by the clip norm).
     solver : {"dp-sgd", "dp-sgld"}, default="dp-sgd"
-    batch_sampling : {"poisson", "shuffle", "cyclic"}, default="poisson"
+    batch_sampling : {"poisson", "shuffle", "cyclic", "balls-and-bins"}, \
+default="poisson"
         ``"poisson"``: each record joins each batch independently (accounted by
         the subsampled Gaussian; the most accurate in our benchmarks);
+        ``"balls-and-bins"`` (random allocation): every epoch each record goes
+        to one of the epoch's steps, uniformly and independently of the
+        others, a fresh allocation each epoch (Chua et al., "Balls-and-bins
+        sampling for DP-SGD", AISTATS 2025; Feldman and Shenfeld, "Privacy
+        amplification by random allocation", 2025), with as many steps an
+        epoch as Poisson batches and Poisson's "auto" rules, accounted by
+        :class:`~skdp.accounting.RandomAllocationGaussianEvent` under either
+        relation (``solver="dp-sgd"`` only);
         ``"cyclic"``: batches in the data's order (public); ``"shuffle"``: in a
         secret random order drawn once, then visited cyclically. Cyclic orders
         stream data in fixed batches and are accounted by the last-iterate bound
@@ -228,7 +238,8 @@ class DPLogisticRegression(
     Notes
     -----
     **Privacy.** Unit of privacy: one row of ``(X, y)``. Neighbouring relation:
-    replace-one by default (add/remove for Poisson batches on request). Public:
+    replace-one by default (add/remove for Poisson and balls-and-bins batches
+    on request). Public:
     the number of rows (replace-one only), the classes (``classes``),
     ``row_norm`` and every parameter.
     Under add/remove ``n`` is private. The fit first releases a count of the
@@ -280,7 +291,9 @@ class DPLogisticRegression(
         "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "noise_multiplier": [Interval(Real, 0, None, closed="neither"), None],
         "solver": [StrOptions({"dp-sgd", "dp-sgld"})],
-        "batch_sampling": [StrOptions({"shuffle", "cyclic", "poisson"})],
+        "batch_sampling": [
+            StrOptions({"shuffle", "cyclic", "poisson", "balls-and-bins"})
+        ],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "epochs": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "learning_rate": [
@@ -366,10 +379,11 @@ class DPLogisticRegression(
             raise ValueError(
                 "Set a target epsilon, or epsilon=None with a noise_multiplier."
             )
-        if self.neighbouring == "add-remove" and self.batch_sampling != "poisson":
+        if self.neighbouring == "add-remove" and self.batch_sampling not in AMPLIFIED:
             raise ValueError(
-                "neighbouring='add-remove' needs batch_sampling='poisson': with "
-                "cyclic batches, adding a record shifts every later batch."
+                "neighbouring='add-remove' needs batch_sampling='poisson' or "
+                "'balls-and-bins': with cyclic batches, adding a record shifts "
+                "every later batch."
             )
         if self.neighbouring == "add-remove":
             check_add_remove_delta(self.neighbouring, self.delta)
@@ -388,7 +402,7 @@ class DPLogisticRegression(
 
     def _row_norm(self):
         """The row bound the run uses: ``row_norm``, None (Poisson: no bound)."""
-        if self.row_norm is None and self.batch_sampling != "poisson":
+        if self.row_norm is None and self.batch_sampling not in AMPLIFIED:
             return self._policy.cyclic_row_norm
         return self.row_norm
 

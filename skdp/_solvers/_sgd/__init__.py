@@ -26,6 +26,7 @@ from ._floor import (
     temperature_sensitivity,
 )
 from ._plan import (
+    AMPLIFIED,
     UNBOUNDED_ROW_NORM,
     SGDPlan,
     SGDSteps,
@@ -44,6 +45,7 @@ from ._schedule import (
 )
 
 __all__ = [
+    "AMPLIFIED",
     "DEFAULT_POLICY",
     "UNBOUNDED_ROW_NORM",
     "ByRelation",

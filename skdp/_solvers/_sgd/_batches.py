@@ -1,9 +1,9 @@
 """Which rows each step reads, and reading them.
 
-The batches of a run (:func:`batch_indices`: Poisson draws, or a cyclic
-partition of the rows in their order or in a secret one) and the rows of
-each batch, projected onto the public ball and ready for the gradient
-(:func:`training_rows`).
+The batches of a run (:func:`batch_indices`: Poisson draws, a fresh
+balls-and-bins allocation each epoch, or a cyclic partition of the rows in
+their order or in a secret one) and the rows of each batch, projected onto
+the public ball and ready for the gradient (:func:`training_rows`).
 """
 
 import math
@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._allocation import allocate_epoch
 from .._rows import feature_norm, row_norms, row_projection, tame_rows
 
 __all__ = [
@@ -70,15 +71,22 @@ def poisson_batch(n, q, rng):
     return rows[: rows.searchsorted(n)]
 
 
-def batch_indices(plan, rng, order, n_rows):
-    """Yield ``(step, rows)`` for every step: an index array or a slice.
+def batch_indices(plan, rng, rows):
+    """Yield ``(step, index)`` for every step: an index array or a slice.
 
-    ``order`` is the secret permutation of a shuffled run whose data were not
-    permuted up front (a memmap), else None: batches are then contiguous.
-    Poisson batches draw each of the ``n_rows`` rows at the plan's rate,
-    which under add/remove is set from a released count, not from
-    ``n_rows``. Lazy: a Poisson batch is drawn when its step comes.
+    ``rows`` (from :func:`training_rows`) reads the batches; ``rows.order``
+    is the secret permutation of a shuffled run whose data were not permuted
+    up front (a memmap), else None: batches are then contiguous. Poisson
+    batches draw each of the ``rows.n_rows`` rows at the plan's rate, which
+    under add/remove is set from a released count, not from the rows.
+    Balls-and-bins epochs allocate the rows to the plan's steps
+    (:func:`allocation_batches`). Lazy: a batch is drawn when its step (or
+    its epoch) comes.
     """
+    n_rows, order = rows.n_rows, rows.order
+    if plan.sampling == "balls-and-bins":
+        yield from allocation_batches(plan, rng, rows)
+        return
     if plan.sampling == "poisson":
         q = plan.batch_sizes[0] / plan.n_samples
         for step in range(plan.n_steps):
@@ -92,6 +100,24 @@ def batch_indices(plan, rng, order, n_rows):
                 yield step, slice(bounds[j], bounds[j + 1])
             else:
                 yield step, np.sort(order[bounds[j] : bounds[j + 1]])
+
+
+def allocation_batches(plan, rng, rows):
+    """Yield ``(step, slice)`` of balls-and-bins epochs, arranging ``rows`` for each.
+
+    Every epoch draws a fresh allocation of all ``rows.n_rows`` rows to the
+    plan's steps an epoch (its number set by the plan, never by the rows:
+    under add/remove the plan reads a released count) from the secret
+    ``rng``, arranges the rows in its order (:meth:`_AllocatedRows.arrange`)
+    and yields each step's slice of that order; an empty batch is a step too.
+    """
+    per_epoch = len(plan.batch_sizes)
+    for epoch in range(plan.epochs):
+        allocation = allocate_epoch(rows.n_rows, per_epoch, rng)
+        rows.arrange(allocation.order)
+        bounds = allocation.bounds.tolist()
+        for j in range(per_epoch):
+            yield epoch * per_epoch + j, slice(bounds[j], bounds[j + 1])
 
 
 class Batch(NamedTuple):
@@ -239,6 +265,47 @@ class _ProjectedOnce(_Rows):
         return Batch(rows, targets, scale, norm, weights)
 
 
+class _AllocatedRows(_ProjectedAsRead):
+    """Rows rearranged every epoch in its allocation's order, read by slices.
+
+    An in-memory array is gathered once an epoch into one reused buffer in
+    the allocation's order (memory for a second copy of ``X``), so every
+    step reads a contiguous block; a memmap keeps the order and gathers each
+    step's rows, in increasing row index, when the step comes.
+    """
+
+    def __init__(self, X, codes, sample_weight, *args, **kwargs):
+        super().__init__(X, codes, sample_weight, *args, **kwargs)
+        self._source = (X, codes, sample_weight)
+        self._in_memory = not isinstance(X, np.memmap)
+        self._buffer = None
+        self._epoch_order = None
+
+    @property
+    def n_rows(self):
+        return self._source[0].shape[0]
+
+    def arrange(self, order):
+        """Arrange the rows in ``order`` (a permutation) for the epoch's slices."""
+        X, codes, sample_weight = self._source
+        if not self._in_memory:
+            self._epoch_order = order
+            return
+        if self._buffer is None:
+            self._buffer = np.empty_like(X, order="C")
+        # ``order`` is a permutation of the rows: in range, so no bounds check.
+        self.X = X.take(order, axis=0, out=self._buffer, mode="clip")
+        self.codes = codes.take(order, mode="clip")
+        if sample_weight is not None:
+            self.sample_weight = sample_weight.take(order, mode="clip")
+
+    def batch(self, index):
+        """The :class:`Batch` of the slice ``index`` of the epoch's order."""
+        if self._epoch_order is not None:
+            index = self._epoch_order[index]
+        return super().batch(index)
+
+
 def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept):
     """The rows of a run, in the order its batches index them.
 
@@ -246,8 +313,9 @@ def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept
     copied once in that order (memory for a second copy of ``X``, in
     exchange for contiguous batches); a memmap keeps the per-batch gather
     (copying it would defeat its purpose). Poisson runs on an in-memory
-    array look each row's projection up (:class:`_ProjectedOnce`); the
-    others project each batch as it is read.
+    array look each row's projection up (:class:`_ProjectedOnce`);
+    balls-and-bins runs rearrange the rows each epoch (:class:`_AllocatedRows`);
+    the others project each batch as it is read.
 
     Returns
     -------
@@ -262,9 +330,12 @@ def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept
         if sample_weight is not None:
             sample_weight = sample_weight[order]
         order = None
-    kind = (
-        _ProjectedOnce if plan.sampling == "poisson" and in_memory else _ProjectedAsRead
-    )
+    if plan.sampling == "balls-and-bins":
+        kind = _AllocatedRows
+    elif plan.sampling == "poisson" and in_memory:
+        kind = _ProjectedOnce
+    else:
+        kind = _ProjectedAsRead
     return kind(
         X, codes, sample_weight, order, plan.n_classes, fit_intercept, row_norm=row_norm
     )

@@ -1,18 +1,21 @@
 """The public plan of a DP-SGD or DP-SGLD run, and the privacy events it causes."""
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from ...accounting import (
     NoisyIterationEvent,
     PoissonGaussianEvent,
+    RandomAllocationGaussianEvent,
     gradient_step_lipschitz,
     logistic_constants,
 )
 from ._policy import DEFAULT_POLICY
 
 __all__ = [
+    "AMPLIFIED",
     "UNBOUNDED_ROW_NORM",
     "SGDPlan",
     "SGDSteps",
@@ -26,15 +29,22 @@ __all__ = [
 UNBOUNDED_ROW_NORM = 1e30
 
 
+#: Samplers accounted by amplification (each record's batch is secret and
+#: random): Poisson and balls-and-bins. Their plans may be for another number
+#: of rows than the data's (the released count under add/remove), their
+#: steps divide by the expected batch and their "auto" rules are alike.
+AMPLIFIED = ("poisson", "balls-and-bins")
+
+
 def follows_budget(sampling, solver):
     """Whether the "auto" step and clip may follow the budget and the noise.
 
-    Poisson DP-SGD only. Its events (the subsampled Gaussian, in units of
-    the clip norm) read neither the step sizes nor a clip norm up to the
-    gradient bound, so a step or clip set from the calibrated noise leaves
-    them as calibrated.
+    Poisson and balls-and-bins DP-SGD only. Their events (the subsampled
+    Gaussian or random allocation, in units of the clip norm) read neither
+    the step sizes nor a clip norm up to the gradient bound, so a step or
+    clip set from the calibrated noise leaves them as calibrated.
     """
-    return sampling == "poisson" and solver == "dp-sgd"
+    return sampling in AMPLIFIED and solver == "dp-sgd"
 
 
 @dataclass(frozen=True)
@@ -62,10 +72,11 @@ class SGDPlan:
     n_samples : int
     n_classes : int
     batch_sizes : tuple of int
-        Cyclic partition of the (possibly permuted) rows; for Poisson sampling,
-        the expected batch size repeated once per step of an epoch.
+        Cyclic partition of the (possibly permuted) rows; for Poisson and
+        balls-and-bins sampling, the batch size asked for repeated once per
+        step of an epoch (:attr:`expected_batch` is the expected size).
     epochs : int
-    sampling : {"cyclic", "shuffle", "poisson"}
+    sampling : {"cyclic", "shuffle", "poisson", "balls-and-bins"}
     solver : {"dp-sgd", "dp-sgld"}
     learning_rates : ndarray of shape (n_steps,)
     l2 : float
@@ -147,6 +158,17 @@ class SGDPlan:
         return len(self.batch_sizes) * self.epochs
 
     @property
+    def expected_batch(self):
+        """The public number a Poisson or balls-and-bins step's sum is divided by.
+
+        Poisson: the batch size asked for (``q n``); balls-and-bins: ``n / t``
+        with ``t`` the steps of an epoch, the expected size of each batch.
+        """
+        if self.sampling == "balls-and-bins":
+            return self.n_samples / len(self.batch_sizes)
+        return self.batch_sizes[0]
+
+    @property
     def steps(self):
         """The step sizes and clip norm the plan was made with."""
         return SGDSteps(self.learning_rates, self.clip_norm)
@@ -172,7 +194,10 @@ class SGDPlan:
             return (
                 np.sqrt(2.0 * steps.learning_rates) * noise_multiplier * steps.clip_norm
             )
-        b = np.tile(np.asarray(self.batch_sizes, dtype=float), self.epochs)
+        if self.sampling == "balls-and-bins":
+            b = self.expected_batch
+        else:
+            b = np.tile(np.asarray(self.batch_sizes, dtype=float), self.epochs)
         return steps.learning_rates * noise_multiplier * steps.clip_norm / b
 
     def events(self, noise_multiplier):
@@ -196,6 +221,14 @@ class SGDPlan:
 
     def _training_events(self, noise_multiplier):
         """Events of the noisy steps (see :meth:`events`)."""
+        if self.sampling == "balls-and-bins":
+            # Noise std z C on each step's sum of contributions of norm at most
+            # min(C, G): z C / min(C, G) in units of that bound.
+            z_sum = noise_multiplier * self.clip_norm
+            z_sum /= min(self.clip_norm, self.gradient_bound)
+            return [
+                RandomAllocationGaussianEvent(len(self.batch_sizes), z_sum, self.epochs)
+            ]
         if self.sampling == "poisson":
             q = self.batch_sizes[0] / self.n_samples
             if self.solver == "dp-sgld":
@@ -237,12 +270,13 @@ def auto_epochs(
 
     Parameters
     ----------
-    sampling : {"cyclic", "shuffle", "poisson"}
+    sampling : {"cyclic", "shuffle", "poisson", "balls-and-bins"}
     epsilon : float or None
         The target epsilon (None when the noise multiplier is fixed instead).
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
     policy : SGDPolicy, default=DEFAULT_POLICY
-        Poisson: ``policy.poisson_epochs``, or ``epochs_per_epsilon`` of the
+        Poisson: ``policy.poisson_epochs`` (balls-and-bins:
+        ``policy.allocation_epochs``), or ``epochs_per_epsilon`` of the
         relation times ``epsilon`` when that is more (at most
         ``max_epochs``); cyclic and shuffled: ``policy.cyclic_epochs``.
 
@@ -250,9 +284,9 @@ def auto_epochs(
     -------
     int
     """
-    if sampling != "poisson":
+    if sampling not in AMPLIFIED:
         return policy.cyclic_epochs
-    epochs = policy.poisson_epochs
+    epochs = _amplified_rules(sampling, policy).epochs
     if epsilon is not None:
         more = int(round(policy.epochs_per_epsilon[neighbouring] * epsilon))
         epochs = max(epochs, min(more, policy.max_epochs))
@@ -291,7 +325,8 @@ def make_plan(
     ``tail_fraction="auto"`` is 0 (last iterate): the last-iterate bound
     applies. With Poisson batches the "auto" values are ``policy.poisson_step``
     times that step, ``policy.poisson_clip`` of the bound and the last
-    ``policy.poisson_tail`` of the steps; with a target ``epsilon`` (DP-SGD,
+    ``policy.poisson_tail`` of the steps (balls-and-bins: the ``allocation_``
+    constants, same rules); with a target ``epsilon`` (DP-SGD,
     :func:`follows_budget`) the step is lowered so that step times number of
     steps stays within ``policy.travel[neighbouring] * n_samples * epsilon``
     times ``1 / (smoothness + l2)`` (small budgets only). Once the noise is
@@ -307,6 +342,7 @@ def make_plan(
     (lowered at a small budget, :func:`_unbounded_step`); cyclic and shuffled
     batches need numbers.
     """
+    _check_sampler(sampling, solver)
     unbounded = row_norm is None
     gradient_bound, smoothness = _loss_constants(
         row_norm, n_classes, sampling, learning_rate, clip_norm
@@ -315,7 +351,7 @@ def make_plan(
         epochs = auto_epochs(sampling, epsilon, neighbouring, policy)
     sizes = _batch_sizes(n_samples, batch_size, sampling)
     n_steps = len(sizes) * epochs
-    poisson = sampling == "poisson"
+    rules = _amplified_rules(sampling, policy)
     # The target the "auto" step's travel cap follows (None: no cap).
     budget = epsilon if follows_budget(sampling, solver) else None
     step_factor = None
@@ -326,14 +362,14 @@ def make_plan(
             n_samples, n_steps, budget, neighbouring, clip_norm, policy
         )
     else:
-        step_factor = policy.poisson_step if poisson else 1.0
+        step_factor = 1.0 if rules is None else rules.step
         if budget is not None:
             travel = policy.travel[neighbouring] * n_samples * budget
             step_factor = min(step_factor, travel / n_steps)
         eta0 = step_factor / (smoothness + l2)
-    clip, clip_fraction = _clip(clip_norm, unbounded, poisson, gradient_bound, policy)
+    clip, clip_fraction = _clip(clip_norm, unbounded, rules, gradient_bound, policy)
     if tail_fraction == "auto":
-        tail_fraction = policy.poisson_tail if poisson else 0.0
+        tail_fraction = 0.0 if rules is None else rules.tail
     return SGDPlan(
         n_samples=int(n_samples),
         n_classes=int(n_classes),
@@ -358,6 +394,38 @@ def make_plan(
     )
 
 
+def _check_sampler(sampling, solver):
+    """Refuse balls-and-bins DP-SGLD: its events assume noise on each step's sum."""
+    if sampling == "balls-and-bins" and solver != "dp-sgd":
+        raise ValueError(
+            f"batch_sampling='balls-and-bins' needs solver='dp-sgd', got "
+            f"solver={solver!r}: its accounting (random allocation) is for noise "
+            "added to each step's sum of clipped gradients. Use solver='dp-sgd', "
+            "or batch_sampling='poisson' for DP-SGLD."
+        )
+
+
+class _Rules(NamedTuple):
+    """The "auto" epochs, step factor, clip share and tail of a sampler."""
+
+    epochs: int
+    step: float
+    clip: float
+    tail: float
+
+
+# The prefix of each amplified sampler's "auto" fields in the policy.
+_RULE_PREFIX = {"poisson": "poisson", "balls-and-bins": "allocation"}
+
+
+def _amplified_rules(sampling, policy):
+    """The policy's "auto" rules of an amplified sampler; None for the others."""
+    prefix = _RULE_PREFIX.get(sampling)
+    if prefix is None:
+        return None
+    return _Rules(*(getattr(policy, f"{prefix}_{name}") for name in _Rules._fields))
+
+
 def _loss_constants(row_norm, n_classes, sampling, learning_rate, clip_norm):
     """Gradient bound and smoothness of the loss on rows of norm ``row_norm``.
 
@@ -366,12 +434,12 @@ def _loss_constants(row_norm, n_classes, sampling, learning_rate, clip_norm):
     """
     if row_norm is not None:
         return logistic_constants(row_norm, n_classes)
-    if sampling != "poisson" and "auto" in (learning_rate, clip_norm):
+    if sampling not in AMPLIFIED and "auto" in (learning_rate, clip_norm):
         raise ValueError(
             f"batch_sampling={sampling!r} without a row_norm needs a "
             "learning_rate and a max_grad_norm: its 'auto' step and clip are "
             "set from the row bound. Declare row_norm, give both, or use "
-            "batch_sampling='poisson'."
+            "batch_sampling='poisson' or 'balls-and-bins'."
         )
     return np.inf, np.inf
 
@@ -380,28 +448,31 @@ def _batch_sizes(n_samples, batch_size, sampling):
     """Sizes of the batches of an epoch (Poisson: the expected size, repeated).
 
     ``batch_size`` is capped at ``n_samples``; cyclic and shuffled epochs
-    partition the rows, the last batch taking what is left.
+    partition the rows, the last batch taking what is left. Balls-and-bins
+    epochs have as many steps (:func:`~skdp._solvers._allocation.allocation_steps`)
+    and repeat ``batch_size`` as Poisson does (expected size ``n / t``).
     """
     batch_size = int(min(batch_size, n_samples))
     n_batches = -(-n_samples // batch_size)
-    if sampling == "poisson":
+    if sampling in AMPLIFIED:
         return (batch_size,) * n_batches
     last = n_samples - batch_size * (n_batches - 1)
     return (batch_size,) * (n_batches - 1) + (last,)
 
 
-def _clip(clip_norm, unbounded, poisson, gradient_bound, policy):
+def _clip(clip_norm, unbounded, rules, gradient_bound, policy):
     """The clip norm, and the share of the gradient bound an "auto" clip is.
 
     "auto": the gradient bound itself for cyclic and shuffled batches
-    (clipping never active), ``policy.poisson_clip`` of it for Poisson
-    batches, ``policy.unbounded_clip`` without a row bound (share None).
+    (``rules`` None: clipping never active), the sampler's clip share of it
+    for Poisson and balls-and-bins batches, ``policy.unbounded_clip`` without
+    a row bound (share None).
     """
     if clip_norm != "auto":
         return float(clip_norm), None
     if unbounded:
         return policy.unbounded_clip, None
-    fraction = policy.poisson_clip if poisson else 1.0
+    fraction = 1.0 if rules is None else rules.clip
     return fraction * gradient_bound, fraction
 
 

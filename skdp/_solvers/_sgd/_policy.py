@@ -85,6 +85,18 @@ class SGDPolicy:
     #: Averaging the last half of a Poisson run's iterates damps its noise
     #: (docs/benchmarks.md, "DPLogisticRegression accuracy").
     poisson_tail: float = 0.5
+    #: Balls-and-bins epochs: batches of Poisson's expected size, so Poisson's rule
+    #: (docs/benchmarks.md, "Balls-and-bins batches").
+    allocation_epochs: int = 30
+    #: Balls-and-bins step: the same expected batch and clipped steps as Poisson's
+    #: (docs/benchmarks.md, "Balls-and-bins batches").
+    allocation_step: float = 64.0
+    #: Balls-and-bins clip share: its noise per step is about Poisson's, so is its clip
+    #: (docs/benchmarks.md, "Balls-and-bins batches").
+    allocation_clip: float = 0.05
+    #: Balls-and-bins tail: every step is released, so averaging is free, as for Poisson
+    #: (docs/benchmarks.md, "Balls-and-bins batches").
+    allocation_tail: float = 0.5
     #: Cap on the travel of the steps per row and unit of epsilon: small budgets walk
     #: (docs/benchmarks.md, "DPLogisticRegression accuracy").
     travel: ByRelation = ByRelation(replace_one=8.0, add_remove=32.0)
@@ -128,8 +140,8 @@ class SGDPolicy:
     floor_margin: float = 2.0
 
     def __post_init__(self):
-        """Refuse clip shares outside (0, 1]: Poisson events assume C <= G."""
-        for name in ("poisson_clip", "quiet_clip"):
+        """Refuse clip shares outside (0, 1]: amplified events assume C <= G."""
+        for name in ("poisson_clip", "quiet_clip", "allocation_clip"):
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in (0, 1] (a share of the bound).")
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._batches import batch_indices, training_rows
 from ._floor import calibrate_probabilities
-from ._plan import UNBOUNDED_ROW_NORM, SGDSteps
+from ._plan import AMPLIFIED, UNBOUNDED_ROW_NORM, SGDSteps
 from ._policy import DEFAULT_POLICY
 from ._steps import UPDATES, LogisticLoss, clipped_gradient_sum, prox_and_project
 
@@ -69,9 +69,10 @@ def run_logistic_sgd(
         Class index of each row (0/1 for binary); one-hot rows are built per
         batch, so memory stays proportional to the batch.
     plan : SGDPlan
-        Cyclic and shuffled plans are for ``n_samples`` rows. A Poisson plan
-        may be for another size (under add/remove, the released count): its
-        rate and steps are used as they are, on the rows of ``X``.
+        Cyclic and shuffled plans are for ``n_samples`` rows. A Poisson or
+        balls-and-bins plan may be for another size (under add/remove, the
+        released count): its rate and steps are used as they are, on the rows
+        of ``X``.
     noise_multiplier : float
     row_norm : float or None
         Rows (with the intercept column) are projected onto this ball; None:
@@ -126,7 +127,7 @@ def run_logistic_sgd(
 
 def _check_rows(plan, X):
     """Refuse a cyclic or shuffled plan made for another number of rows."""
-    if plan.sampling != "poisson" and plan.n_samples != X.shape[0]:
+    if plan.sampling not in AMPLIFIED and plan.n_samples != X.shape[0]:
         raise ValueError(
             f"The plan is for {plan.n_samples} rows, X has {X.shape[0]}: cyclic "
             "and shuffled batches need the plan of the data's size."
@@ -145,9 +146,9 @@ class _StepRule:
     """What every step reads, looked up once.
 
     Python floats for the step sizes and batch sizes (the same doubles as
-    the plan's, without a numpy scalar per step). A Poisson step divides by
-    the expected batch size, never by the drawn size (no data-dependent
-    scale).
+    the plan's, without a numpy scalar per step). A Poisson or balls-and-bins
+    step divides by the expected batch size, never by the drawn size (no
+    data-dependent scale).
     """
 
     rates: list
@@ -161,8 +162,8 @@ class _StepRule:
     @classmethod
     def of(cls, plan, steps, noise_multiplier):
         """The rule of ``plan`` run with ``steps`` at ``noise_multiplier``."""
-        if plan.sampling == "poisson":
-            denominators = [float(plan.batch_sizes[0])] * len(plan.batch_sizes)
+        if plan.sampling in AMPLIFIED:
+            denominators = [float(plan.expected_batch)] * len(plan.batch_sizes)
         else:
             denominators = [float(size) for size in plan.batch_sizes]
         tail = max(1, int(round(plan.tail_fraction * plan.n_steps)))
@@ -198,7 +199,7 @@ def _descend(W, rows, plan, steps, noise_multiplier, fit_intercept, rng, verbose
     loss = LogisticLoss(plan.n_classes == 2, fit_intercept, steps.clip_norm)
     per_epoch = len(plan.batch_sizes)
     tail = _TailAverage(np.zeros_like(W))
-    for step, index in batch_indices(plan, rng, rows.order, rows.n_rows):
+    for step, index in batch_indices(plan, rng, rows):
         eta = rule.rates[step]
         gradient_sum = clipped_gradient_sum(W, rows.batch(index), loss)
         denominator = rule.denominators[step % per_epoch]

@@ -1,4 +1,4 @@
-"""Tuning that follows the calibrated noise: the Poisson "auto" clip and step.
+"""Tuning that follows the calibrated noise: the amplified "auto" clip and step.
 
 A schedule takes a plan and its calibrated noise multiplier and returns the
 steps the run takes. It returns optimisation settings only: the plan, whose
@@ -36,7 +36,7 @@ class SGDSchedule:
 def schedule_run(plan, noise_multiplier, n_params, policy=DEFAULT_POLICY):
     """The steps of a planned run, once its noise multiplier is calibrated.
 
-    A Poisson DP-SGD plan with an "auto" clip on bounded rows clips at
+    A Poisson or balls-and-bins DP-SGD plan with an "auto" clip on bounded rows clips at
     :func:`auto_clip_fraction` of the gradient bound instead, at most the
     bound, so its events, which read neither the steps nor such a clip, are
     those calibrated; with an "auto" step too, the step shrinks by the
@@ -58,9 +58,9 @@ def schedule_run(plan, noise_multiplier, n_params, policy=DEFAULT_POLICY):
     """
     if not (plan.follows_budget and plan.clip_fraction is not None):
         return SGDSchedule(plan, plan.steps)
-    batch = plan.batch_sizes[0]
+    batch = plan.expected_batch
     clip_fraction = auto_clip_fraction(
-        noise_multiplier * np.sqrt(n_params) / batch, policy
+        noise_multiplier * np.sqrt(n_params) / batch, policy, plan.clip_fraction
     )
     rates = plan.learning_rates
     if plan.step_factor is not None:
@@ -75,8 +75,8 @@ def schedule_run(plan, noise_multiplier, n_params, policy=DEFAULT_POLICY):
     return SGDSchedule(plan, SGDSteps(rates, clip_fraction * plan.gradient_bound))
 
 
-def auto_clip_fraction(relative_noise, policy=DEFAULT_POLICY):
-    """Poisson ``clip_norm="auto"`` as a fraction of the gradient bound.
+def auto_clip_fraction(relative_noise, policy=DEFAULT_POLICY, noisy_clip=None):
+    """Poisson or balls-and-bins ``clip_norm="auto"`` as a fraction of the bound.
 
     Parameters
     ----------
@@ -86,18 +86,20 @@ def auto_clip_fraction(relative_noise, policy=DEFAULT_POLICY):
         number of parameters, ``b`` the expected batch size). None (unknown):
         the small-budget fraction.
     policy : SGDPolicy, default=DEFAULT_POLICY
+    noisy_clip : float or None, default=None
+        The share at a large noise (the plan's "auto" share); None:
+        ``policy.poisson_clip``.
 
     Returns
     -------
     float
-        ``policy.poisson_clip`` when the relative noise is at least
+        ``noisy_clip`` when the relative noise is at least
         ``policy.clip_noise[0]``, ``policy.quiet_clip`` when it is at most
         ``policy.clip_noise[1]``, log-linear in between. A function of public
         quantities only.
     """
-    return log_linear(
-        relative_noise, *policy.clip_noise, policy.poisson_clip, policy.quiet_clip
-    )
+    noisy_clip = policy.poisson_clip if noisy_clip is None else noisy_clip
+    return log_linear(relative_noise, *policy.clip_noise, noisy_clip, policy.quiet_clip)
 
 
 def auto_step_boost(coordinate_noise, policy=DEFAULT_POLICY):
