@@ -63,6 +63,7 @@ BENCHMARK_HEADINGS = (
     "Worst-group fairness",
     "Synthetic data",
     "Synthetic data on the panel",
+    "Balls-and-bins batches",
 )
 # A pointer into the benchmarks page: ``docs/benchmarks.md, "Heading"``,
 # ``{doc}`benchmarks`, "Heading"`` or ``{doc}`benchmarks` ("Heading")``,
