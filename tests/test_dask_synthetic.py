@@ -176,34 +176,56 @@ class _Results(Callback):
 
 
 def _check_aggregates_only(results, shapes, n_partitions):
-    """The counting tasks return count tables of ``shapes``, nothing with rows."""
-    counted = [r for name, r in results if name == "count_partition"]
-    summed = [r for name, r in results if name == "sum_counts"]
-    assert len(counted) == n_partitions
+    """Every task returns count tables of ``shapes``, none anything with rows.
+
+    A counting task (read and count fused) returns its counts wrapped in a
+    one-item Series or array (an array graph may alias it under a second
+    key); a summing task returns counts.
+    """
+    counted, summed = [], []
     for name, result in results:
-        if name not in ("count_partition", "sum_counts"):
-            # Reading the input: stays on the worker that holds the partition.
-            continue
-        assert isinstance(result, _dask.PartitionCounts), name
-        assert set(result.tables) == set(shapes), name
-        for s, table in result.tables.items():
+        if isinstance(result, (pd.Series, np.ndarray)):
+            assert result.dtype == object and result.size == 1, name
+            counts = np.asarray(result, dtype=object).ravel()[0]
+            counted.append(counts)
+        else:
+            assert name == "sum_counts", name
+            counts = result
+            summed.append(counts)
+        assert isinstance(counts, _dask.PartitionCounts), name
+        assert set(counts.tables) == set(shapes), name
+        for s, table in counts.tables.items():
             assert table.shape == shapes[s], (name, s)
-        for count, _ in result.report.values():
+        for count, _ in counts.report.values():
             assert np.ndim(count) == 0
+    counted = list({id(c): c for c in counted}.values())
+    assert len(counted) == n_partitions
     return counted, summed
 
 
-def test_no_task_returns_rows():
+def _pair_shapes(model):
+    sizes = [spec.n_levels for spec in model.columns_]
+    d = len(sizes)
+    return {(i, j): (sizes[i], sizes[j]) for i in range(d) for j in range(i + 1, d)}
+
+
+@pytest.mark.parametrize("kind", ["from_map", "from_pandas", "array"])
+def test_no_task_returns_rows(kind):
     frame = _frame()
-    collection = _uneven(frame, PARTITIONINGS["many"])
+    collection = {
+        "from_map": lambda: _uneven(frame, PARTITIONINGS["many"]),
+        "from_pandas": lambda: dd.from_pandas(frame, npartitions=24),
+        "array": lambda: da.from_array(
+            frame[["age", "flag"]].to_numpy(), chunks=(50, 2)
+        ),
+    }[kind]()
+    domain = DOMAIN if kind != "array" else {0: (18, 90), 1: [0, 1]}
     watch = _Results()
     with watch:
-        model = _model(METHODS["aim"]).fit(collection)
-    sizes = [spec.n_levels for spec in model.columns_]
-    shapes = {(i, j): (sizes[i], sizes[j]) for i in range(4) for j in range(i + 1, 4)}
-    counted, summed = _check_aggregates_only(
-        watch.results, shapes, collection.npartitions
-    )
+        model = DPSyntheticData(domain=domain, random_state=0)
+        model._aim_policy = FAST
+        model.fit(collection)
+    counted, summed = _check_aggregates_only(watch.results, _pair_shapes(model), 24)
     assert sum(r.n_rows for r in counted) == N
     assert summed[-1].n_rows == N  # the tree's root: what the client receives
     assert len(summed) == 4  # 24 partitions, 8 at a time: 3 sums, then 1
@@ -226,10 +248,8 @@ def test_the_row_check_catches_a_partition_that_returns_rows(monkeypatch):
     with watch:
         model = DPSyntheticData(domain=DOMAIN, method="tree", random_state=0)
         model.fit(collection)
-    sizes = [spec.n_levels for spec in model.columns_]
-    shapes = {(i, j): (sizes[i], sizes[j]) for i in range(4) for j in range(i + 1, 4)}
     with pytest.raises(AssertionError):
-        _check_aggregates_only(watch.results, shapes, 1)
+        _check_aggregates_only(watch.results, _pair_shapes(model), 1)
 
 
 # -- partitions that differ ------------------------------------------------------
@@ -474,3 +494,12 @@ def test_dask_stays_optional_for_in_memory_fits():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_dask_sees_the_size_of_the_counts():
+    """The scheduler's memory and transfer figures count the tables' bytes."""
+    from dask.sizeof import sizeof
+
+    tables = {(0, 1): np.zeros((30, 40), np.int64), (2,): np.zeros(7, np.int64)}
+    counts = _dask.PartitionCounts(5, tables, {})
+    assert sizeof(counts) >= (1200 + 7) * 8

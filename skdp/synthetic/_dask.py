@@ -1,14 +1,16 @@
 """DPSyntheticData on Dask collections: only count tables leave a partition.
 
 A fit on a :class:`dask.dataframe.DataFrame` or a 2-D :class:`dask.array.Array`
-runs one pass over the partitions, where they are: each partition is encoded
-on the public discretisation (:func:`._domain.encode_table`, the in-memory
-encoder) and returns a :class:`PartitionCounts`, the integer count tables of
-the column sets the method reads (:meth:`count_sets` of the method), its
-number of rows and how many values were clipped or mapped per column. The
-partial counts are summed in a tree of tasks (:data:`SPLIT_EVERY` at a time)
-and the client receives one :class:`PartitionCounts`: aggregates only, never a
-row. Every table the solvers read is a sum of those tables
+runs one pass over the partitions, where they are: in the task that reads it
+(``map_partitions`` / ``map_blocks``, fused with the read, so a partition
+never moves between workers), each partition is encoded on the public
+discretisation (:func:`._domain.encode_table`, the in-memory encoder) and
+returns a :class:`PartitionCounts`, the integer count tables of the column
+sets the method reads (``count_sets`` of the method), its number of rows and
+how many values were clipped or mapped per column. The partial counts are
+summed in a tree of tasks (:data:`SPLIT_EVERY` at a time) and the client
+receives one :class:`PartitionCounts`: aggregates only, never a row. Every
+table the solvers read is a sum of those tables
 (:class:`skdp._solvers._measure.CountedTables`), and integer sums are exact in
 any order, so the fit is the in-memory fit of the same rows bit for bit.
 
@@ -34,12 +36,15 @@ __all__ = [
     "SPLIT_EVERY",
     "DaskTable",
     "PartitionCounts",
+    "count_block",
+    "count_frame",
     "count_on_dask",
     "count_partition",
     "dask_table",
     "draw_block",
     "is_dask_collection",
     "sample_collection",
+    "sum_counts",
 ]
 
 #: Partial counts summed per task of the tree reduction: Dask's own default
@@ -64,13 +69,13 @@ class DaskTable:
         categorical dtype whose categories Dask does not know is object.
     frame_info : dict or None
         For a DataFrame: its column names and dtypes (the sample's container).
-    blocks : list of dask.delayed.Delayed
-        The partitions: pandas DataFrames, or 2-D arrays holding every column.
+    collection : dask.dataframe.DataFrame or dask.array.Array
+        The data; an array's blocks hold every column.
     """
 
     columns: list
     frame_info: dict | None
-    blocks: list
+    collection: object
 
     @property
     def keys(self):
@@ -87,12 +92,10 @@ def dask_table(X):
         dtypes = X.dtypes
         columns = [(key, None, _public_dtype(dtypes[key])) for key in X.columns]
         info = {"columns": X.columns, "dtypes": dtypes}
-        blocks = list(X.to_delayed())
     elif isinstance(X, da.Array) and X.ndim == 2:
         X = X.rechunk({1: -1})
         columns = [(j, None, X.dtype) for j in range(X.shape[1])]
         info = None
-        blocks = list(X.to_delayed().ravel())
     else:
         raise ValueError(
             "On Dask, X must be a dask.dataframe.DataFrame or a 2-D dask.array."
@@ -101,7 +104,7 @@ def dask_table(X):
         )
     if not columns:
         raise ValueError("X has no columns; DPSyntheticData needs at least one.")
-    return DaskTable(columns, info, blocks)
+    return DaskTable(columns, info, X)
 
 
 def _public_dtype(dtype):
@@ -129,6 +132,10 @@ class PartitionCounts:
     n_rows: int
     tables: dict
     report: dict
+
+    def __sizeof__(self):
+        """Bytes held, tables included (what Dask's ``sizeof`` reports)."""
+        return object.__sizeof__(self) + sum(t.nbytes for t in self.tables.values())
 
     def __add__(self, other):
         report = dict(self.report)
@@ -185,18 +192,55 @@ def count_partition(block, keys, specs, sets, handle_unknown):
     return PartitionCounts(int(codes.shape[0]), tables, report)
 
 
-def _sum_counts(*parts):
-    """The sum of partial :class:`PartitionCounts`."""
-    return functools.reduce(operator.add, parts)
+def count_frame(frame, *args):
+    """:func:`count_partition` of a DataFrame partition, in a one-item Series."""
+    import pandas as pd  # lazy: comes with dask.dataframe
+
+    return pd.Series([count_partition(frame, *args)], dtype=object)
+
+
+def count_block(block, *args):
+    """:func:`count_partition` of an array block, in a (1, 1) object array."""
+    out = np.empty((1, 1), dtype=object)
+    out[0, 0] = count_partition(block, *args)
+    return out
+
+
+def _unwrap(part):
+    """The :class:`PartitionCounts` of :func:`count_frame` / :func:`count_block`."""
+    if isinstance(part, PartitionCounts):
+        return part
+    return np.asarray(part, dtype=object).ravel()[0]
+
+
+def sum_counts(*parts):
+    """The sum of partial :class:`PartitionCounts` (possibly wrapped)."""
+    return functools.reduce(operator.add, map(_unwrap, parts))
+
+
+def _counted_partitions(table, specs, sets, handle_unknown):
+    """A lazy, wrapped :class:`PartitionCounts` per partition (read, then counted)."""
+    args = (table.keys, specs, sets, handle_unknown)
+    if table.frame_info is not None:
+        import pandas as pd  # lazy: comes with dask.dataframe
+
+        meta = pd.Series([], dtype=object)
+        counted = table.collection.map_partitions(count_frame, *args, meta=meta)
+    else:
+        counted = table.collection.map_blocks(
+            count_block, *args, dtype=object, chunks=(1, 1)
+        )
+    return list(np.ravel(counted.to_delayed()))
 
 
 def count_on_dask(table, specs, sets, handle_unknown):
     """Count every table of ``sets`` in one pass over the partitions.
 
-    Each partition is counted where it is (:func:`count_partition`); the
-    partial counts are summed :data:`SPLIT_EVERY` at a time, in a tree, and
-    only the total is returned. Runs on the current Dask scheduler (a
-    ``distributed.Client`` when one is active).
+    Each partition is counted in the task that reads it
+    (:func:`count_partition`); the partial counts are summed
+    :data:`SPLIT_EVERY` at a time, in a tree, and only the total is returned.
+    Runs on the current Dask scheduler (a ``distributed.Client`` when one is
+    active).
 
     Returns
     -------
@@ -204,17 +248,14 @@ def count_on_dask(table, specs, sets, handle_unknown):
     """
     import dask
 
-    count = dask.delayed(count_partition, pure=True)
-    level = [
-        count(block, table.keys, specs, sets, handle_unknown) for block in table.blocks
-    ]
-    add = dask.delayed(_sum_counts, pure=True)
+    level = _counted_partitions(table, specs, sets, handle_unknown)
+    add = dask.delayed(sum_counts, pure=True)
     while len(level) > 1:
         level = [
             add(*level[k : k + SPLIT_EVERY]) for k in range(0, len(level), SPLIT_EVERY)
         ]
     (total,) = dask.compute(level[0])
-    return total
+    return _unwrap(total)
 
 
 def _partition_sizes(n_samples, n_partitions):
