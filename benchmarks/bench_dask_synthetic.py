@@ -352,8 +352,14 @@ def _counted_bytes(model):
     return 8 * sum(int(np.prod([sizes[v] for v in s])) for s in sets)
 
 
-def fit_on_cluster(directory, workers, memory_limit, method, epsilon, n_files=None):
-    """One Dask fit on a fresh LocalCluster; its figures and fingerprint."""
+def fit_on_cluster(
+    directory, workers, memory_limit, method, epsilon, n_files=None, write=None
+):
+    """One Dask fit on a fresh LocalCluster; its figures and fingerprint.
+
+    ``write``: a directory the synthetic table (as many rows and partitions as
+    the input) is then written to as Parquet, partition by partition.
+    """
     import dask.dataframe as dd
     from distributed import Client, LocalCluster, get_task_stream
 
@@ -381,7 +387,19 @@ def fit_on_cluster(directory, workers, memory_limit, method, epsilon, n_files=No
             if s["action"] == "compute"
         ]
         stats = client.run(_worker_stats)
-    load = os.getloadavg()[0]
+        load = os.getloadavg()[0]
+        written = {}
+        if write is not None:
+            start = time.perf_counter()
+            synthetic = model.sample(npartitions=len(files))
+            synthetic.to_parquet(write, write_index=False)
+            written = {
+                "write s": time.perf_counter() - start,
+                "worker peak MiB after write": sorted(
+                    round(s["peak MiB"]) for s in client.run(_worker_stats).values()
+                ),
+                "written rows": len(dd.read_parquet(write)),
+            }
     pass_wall = max(stop for _, stop in spans) - min(start for start, _ in spans)
     return {
         "workers": workers,
@@ -402,6 +420,7 @@ def fit_on_cluster(directory, workers, memory_limit, method, epsilon, n_files=No
         "to client B": _counted_bytes(model),
         "client peak MiB": _peak_rss_mib(),
         "fingerprint": _fingerprint(model),
+        **written,
     }
 
 
@@ -466,6 +485,11 @@ def _print_dask(rows):
             f"{r['workers sent B']:>12,} {r['to client B']:>8,} "
             f"{r['client peak MiB']:>10.0f} {r['load']:>5.1f}"
         )
+        if "write s" in r:
+            print(
+                f"{'':>7} wrote {r['written rows']:,} rows in {r['write s']:.1f} s; "
+                f"worker peak MiB then {r['worker peak MiB after write']}"
+            )
 
 
 def main(argv=None):
@@ -488,6 +512,9 @@ def main(argv=None):
     parser.add_argument(
         "--files", type=int, default=None, help="dask step: fit the first files only"
     )
+    parser.add_argument(
+        "--write", help="dask step: then write the synthetic table here (Parquet)"
+    )
     parser.add_argument("--json", help="append every result to this file")
     args = parser.parse_args(argv)
     results = []
@@ -506,6 +533,7 @@ def main(argv=None):
                     args.method,
                     args.epsilon,
                     args.files,
+                    None if args.write is None else f"{args.write}-{workers}",
                 )
             )
             print(json.dumps(rows[-1]), flush=True)
