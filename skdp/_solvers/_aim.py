@@ -79,9 +79,9 @@ import numpy as np
 from ..accounting import ExponentialMechanismEvent, GaussianEvent
 from ._compression import compress_column, compressed_measurement, expand_codes
 from ._measure import (
-    count_marginals,
+    as_counts,
     count_sensitivity,
-    count_table,
+    covering_sets,
     exponential_draw,
 )
 from ._pgm import (
@@ -99,6 +99,7 @@ __all__ = [
     "AIMModel",
     "AIMPolicy",
     "AIMResult",
+    "count_sets",
     "estimate_total",
     "fit_aim",
     "workload_cliques",
@@ -216,6 +217,17 @@ def workload_cliques(n_columns, workload):
         ways = {"1-way": 1, "2-way": 2, "3-way": 3}[workload]
         return list(itertools.combinations(range(n_columns), min(ways, n_columns)))
     return [tuple(sorted(set(c))) for c in workload]
+
+
+def count_sets(n_columns, workload):
+    """The column sets whose count tables give every table the rounds read.
+
+    The rounds read the tables of the workload's downward closure (every 1-way
+    table among them, see :func:`fit_aim`); each is a sum of the table of a
+    maximal set (:func:`._measure.covering_sets`). Public: the number of
+    columns and the workload.
+    """
+    return covering_sets(workload_cliques(n_columns, workload), n_columns)
 
 
 def _downward_closure(workload):
@@ -452,7 +464,10 @@ def fit_aim(
 
     Parameters
     ----------
-    codes : ndarray of shape (n_rows, n_columns), int
+    codes : ndarray of shape (n_rows, n_columns), int, or a counts source
+        The table's codes, or where to read its exact count tables from
+        (:class:`._measure.CodesCounts`, :class:`._measure.CountedTables`
+        covering :func:`count_sets`).
     sizes : sequence of int
         Number of levels of each column (public).
     rho : float > 0
@@ -491,24 +506,25 @@ def fit_aim(
     AIMResult
     """
     policy = AIMPolicy() if policy is None else policy
-    n_columns = codes.shape[1]
     sizes = tuple(int(s) for s in sizes)
+    counts = as_counts(codes, sizes)
+    n_columns = counts.n_columns
     ordered = [0] * n_columns if ordered is None else [int(k) for k in ordered]
     sensitivity = count_sensitivity(neighbouring)
     candidates = _Candidates.of(n_columns, workload, sensitivity.l1)
     budget = _Budget(rho, policy.rounds_per_column * n_columns, policy.measure_share)
     # 1. Every 1-way marginal, with the first rounds' noise.
     std = sensitivity.l2 * budget.z
-    one_way = _measure_one_way(codes, sizes, std, rng)
+    one_way = _measure_one_way(counts, sizes, std, rng)
     first_event = budget.spend_one_way(n_columns)
-    n_rows = codes.shape[0]
+    n_rows = counts.n_rows
     if neighbouring == "add-remove":
         n_rows = estimate_total(one_way)
     # 2. The model's levels, then its first fit (post-processing).
     compression = _compressions(
         one_way, std, n_rows, ordered, compress, runs_numeric, policy
     )
-    state = _start(codes, sizes, one_way, compression, candidates, n_rows, n_jobs)
+    state = _start(counts, sizes, one_way, compression, candidates, n_rows, n_jobs)
     state.events.append(first_event)
     state.refit(policy.round_iter)
     # 3. The adaptive rounds, until the budget says the last one ran.
@@ -536,15 +552,11 @@ def fit_aim(
     )
 
 
-def _measure_one_way(codes, sizes, std, rng):
+def _measure_one_way(counts, sizes, std, rng):
     """Every 1-way count vector plus Gaussian noise of std ``std``."""
     return [
-        Measurement(
-            (j,),
-            count_table(codes, (j,), sizes) + std * rng.standard_normal(sizes[j]),
-            std,
-        )
-        for j in range(codes.shape[1])
+        Measurement((j,), counts.table((j,)) + std * rng.standard_normal(sizes[j]), std)
+        for j in range(counts.n_columns)
     ]
 
 
@@ -570,21 +582,20 @@ def _compressions(one_way, std, n_rows, ordered, compress, runs_numeric, policy)
     ]
 
 
-def _start(codes, sizes, one_way, compression, candidates, n_rows, n_jobs):
+def _start(counts, sizes, one_way, compression, candidates, n_rows, n_jobs):
     """The rounds' state on the compressed levels, with the 1-way measurements."""
     measurements = [
         compressed_measurement(j, m, c)
         for j, (m, c) in enumerate(zip(one_way, compression, strict=True))
     ]
+    mappings = None
     if any(c.n_levels < c.mapping.size for c in compression):
-        codes = np.column_stack(
-            [c.mapping[codes[:, j]] for j, c in enumerate(compression)]
-        )
+        mappings = [c.mapping for c in compression]
         sizes = tuple(c.n_levels for c in compression)
-    counts = count_marginals(codes, sizes, candidates.sets, n_jobs)
+    tables = counts.marginals(candidates.sets, mappings, n_jobs)
     measured = [(j,) for j in range(len(sizes))]
     tree = build_junction_tree(measured, sizes)
-    return _Rounds(counts, sizes, n_rows, measurements, measured, tree=tree)
+    return _Rounds(tables, sizes, n_rows, measurements, measured, tree=tree)
 
 
 def _coarse_target(std, n_rows, policy):

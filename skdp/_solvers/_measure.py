@@ -7,6 +7,12 @@ holds the pieces they have in common:
 
 - :func:`count_table` and :func:`count_marginals`: exact count tables (they
   read the data; what is released is noise added to them);
+- the *counts sources* the solvers read their exact tables from:
+  :class:`CodesCounts` counts them from a codes matrix in memory,
+  :class:`CountedTables` holds integer tables counted elsewhere (summed over
+  the partitions of a Dask collection, :mod:`skdp.synthetic._dask`) and
+  marginalises them. Counts are integers, so both give the same floats bit
+  for bit whatever order the partitions were summed in;
 - :func:`count_sensitivity`: how far one record moves any count table, under
   a neighbouring relation (the rule, written once);
 - :func:`exponential_draw`: one draw of the exponential mechanism.
@@ -23,11 +29,16 @@ from scipy.special import logsumexp
 from ..accounting import Neighbouring
 
 __all__ = [
+    "CodesCounts",
     "CountSensitivity",
+    "CountedTables",
+    "as_counts",
     "count_marginals",
     "count_sensitivity",
     "count_table",
+    "covering_sets",
     "exponential_draw",
+    "integer_counts",
 ]
 
 
@@ -65,15 +76,23 @@ def count_sensitivity(neighbouring):
     return CountSensitivity(l1, math.sqrt(l1))
 
 
-def count_table(codes, columns, sizes):
-    """Count table of the column set ``columns`` (axes in its order), as floats.
+def integer_counts(codes, columns, sizes):
+    """Count table of the column set ``columns`` (axes in its order), as int64.
 
     ``codes`` holds one integer code per cell in ``range(sizes[column])``;
     ``sizes`` gives the number of levels of every column of ``codes``.
     """
     shape = tuple(sizes[c] for c in columns)
     flat = np.ravel_multi_index(tuple(codes[:, c] for c in columns), shape)
-    return np.bincount(flat, minlength=math.prod(shape)).reshape(shape).astype(float)
+    return np.bincount(flat, minlength=math.prod(shape)).reshape(shape)
+
+
+def count_table(codes, columns, sizes):
+    """Count table of the column set ``columns`` (axes in its order), as floats.
+
+    The :func:`integer_counts` converted to float (exact below ``2 ** 53``).
+    """
+    return integer_counts(codes, columns, sizes).astype(float)
 
 
 def _count_chunk(codes, sizes, cliques):
@@ -106,6 +125,131 @@ def count_marginals(codes, sizes, cliques, n_jobs=None):
     for chunk, tables in zip([c for c in chunks if c], results, strict=True):
         counts.update(zip(chunk, tables, strict=True))
     return counts
+
+
+def covering_sets(sets, n_columns):
+    """The maximal column sets among ``sets`` and every single column, sorted.
+
+    Counting the tables of these sets is enough to derive, by summing axes, the
+    table of any set in ``sets``, of any subset of one, and of every column.
+    """
+    wanted = {tuple(sorted(s)) for s in sets} | {(j,) for j in range(n_columns)}
+    maximal = [s for s in wanted if not any(set(s) < set(t) for t in wanted)]
+    return sorted(maximal, key=lambda s: (len(s), s))
+
+
+def _merge_levels(table, mappings):
+    """Sum an integer table's levels into the levels ``mappings`` give, per axis.
+
+    ``mappings`` holds, for each axis, an integer array mapping each level to
+    its new level (``None``: kept). Integer sums: exact in any order.
+    """
+    for axis, mapping in enumerate(mappings):
+        if mapping is None:
+            continue
+        moved = np.moveaxis(table, axis, 0)
+        merged = np.zeros((int(mapping.max()) + 1,) + moved.shape[1:], table.dtype)
+        np.add.at(merged, mapping, moved)
+        table = np.moveaxis(merged, 0, axis)
+    return table
+
+
+@dataclass(frozen=True)
+class CodesCounts:
+    """Counts source over a codes matrix in memory.
+
+    Attributes
+    ----------
+    codes : ndarray of shape (n_rows, n_columns), int
+    sizes : tuple of int
+        Number of levels of each column.
+    """
+
+    codes: np.ndarray
+    sizes: tuple
+
+    @property
+    def n_rows(self):
+        """Number of rows."""
+        return self.codes.shape[0]
+
+    @property
+    def n_columns(self):
+        """Number of columns."""
+        return self.codes.shape[1]
+
+    def table(self, columns):
+        """Exact count table of ``columns`` (axes in that order), as floats."""
+        return count_table(self.codes, columns, self.sizes)
+
+    def marginals(self, sets, mappings=None, n_jobs=None):
+        """Exact count tables of ``sets`` (see :func:`count_marginals`).
+
+        ``mappings``: per column, the new level of each level (``None``: the
+        levels as they are); the tables are then over the new levels.
+        """
+        if mappings is None:
+            return count_marginals(self.codes, self.sizes, sets, n_jobs)
+        codes = np.column_stack([m[self.codes[:, j]] for j, m in enumerate(mappings)])
+        sizes = tuple(int(m.max()) + 1 for m in mappings)
+        return count_marginals(codes, sizes, sets, n_jobs)
+
+
+@dataclass(frozen=True)
+class CountedTables:
+    """Counts source over integer tables counted elsewhere.
+
+    Attributes
+    ----------
+    n_rows : int
+    sizes : tuple of int
+        Number of levels of each column.
+    tables : dict
+        Sorted column set -> int64 count table (axes in the set's order); the
+        sets must cover every table asked for (see :func:`covering_sets`).
+    """
+
+    n_rows: int
+    sizes: tuple
+    tables: dict
+
+    @property
+    def n_columns(self):
+        """Number of columns."""
+        return len(self.sizes)
+
+    def _integer_table(self, columns):
+        wanted = set(columns)
+        host = next(s for s in self.tables if wanted <= set(s))
+        table = self.tables[host]
+        summed = tuple(k for k, v in enumerate(host) if v not in wanted)
+        table = table.sum(axis=summed) if summed else table
+        kept = [v for v in host if v in wanted]
+        return np.transpose(table, [kept.index(v) for v in columns])
+
+    def table(self, columns):
+        """Exact count table of ``columns`` (axes in that order), as floats."""
+        return self._integer_table(tuple(columns)).astype(float, order="C")
+
+    def marginals(self, sets, mappings=None, n_jobs=None):
+        """Exact count tables of ``sets``, over the ``mappings``' levels if given.
+
+        ``n_jobs`` is unused: the tables are already counted.
+        """
+        out = {}
+        for s in sets:
+            table = self._integer_table(s)
+            if mappings is not None:
+                table = _merge_levels(table, [mappings[v] for v in s])
+            out[s] = table.astype(float, order="C")
+        return out
+
+
+def as_counts(data, sizes):
+    """A counts source: ``data`` itself, or a :class:`CodesCounts` over codes."""
+    if hasattr(data, "marginals"):
+        return data
+    return CodesCounts(np.asarray(data), tuple(int(s) for s in sizes))
 
 
 def exponential_draw(scores, epsilon, sensitivity, rng):

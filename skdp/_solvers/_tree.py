@@ -16,19 +16,21 @@ fixed), changes by at most ``||M_ij(D) - M_ij(D')||_1 <= 2`` by the triangle
 inequality: the count table's L1 sensitivity.
 """
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..accounting import ExponentialMechanismEvent, GaussianEvent
-from ._measure import count_sensitivity, count_table, exponential_draw
+from ._measure import as_counts, count_sensitivity, covering_sets, exponential_draw
 
 __all__ = [
     "TreeModel",
     "TreePlan",
     "TreePolicy",
     "TreeResult",
+    "count_sets",
     "estimate_tree_model",
     "fit_tree_model",
     "pair_scores",
@@ -196,12 +198,22 @@ def _to_probs(noisy, total):
     return projected / mass
 
 
+def count_sets(n_columns):
+    """The column sets whose count tables give every table the method reads.
+
+    Every pair (all are scored), or the single column of a one-column table.
+    Public: the number of columns.
+    """
+    pairs = list(itertools.combinations(range(n_columns), 2))
+    return covering_sets(pairs, n_columns)
+
+
 def pair_scores(codes, sizes, one_way_probs, n_rows):
     """Selection score of every column pair (sensitivity 2 under replace-one).
 
     Parameters
     ----------
-    codes : ndarray of shape (n_rows, n_columns)
+    codes : ndarray of shape (n_rows, n_columns), or a counts source
     sizes : sequence of int
     one_way_probs : list of ndarray
         Released (noisy, post-processed) 1-way distributions.
@@ -213,11 +225,12 @@ def pair_scores(codes, sizes, one_way_probs, n_rows):
     pairs : list of (i, j)
     scores : ndarray of shape (n_pairs,)
     """
+    counts = as_counts(codes, sizes)
     n_columns = len(sizes)
     pairs, scores = [], []
     for i in range(n_columns):
         for j in range(i + 1, n_columns):
-            table = count_table(codes, (i, j), sizes)
+            table = counts.table((i, j))
             product = n_rows * np.outer(one_way_probs[i], one_way_probs[j])
             pairs.append((i, j))
             scores.append(np.abs(table - product).sum())
@@ -266,7 +279,9 @@ def fit_tree_model(codes, sizes, plan, z, rng):
 
     Parameters
     ----------
-    codes : ndarray of shape (n_rows, n_columns), int
+    codes : ndarray of shape (n_rows, n_columns), int, or a counts source
+        A counts source (:mod:`._measure`) must hold the tables of
+        :func:`count_sets`.
     sizes : sequence of int
         Number of levels of each column (public).
     plan : TreePlan
@@ -278,21 +293,22 @@ def fit_tree_model(codes, sizes, plan, z, rng):
     -------
     TreeResult
     """
-    n_rows, n_columns = codes.shape
     sizes = tuple(int(s) for s in sizes)
+    counts = as_counts(codes, sizes)
+    n_rows, n_columns = counts.n_rows, counts.n_columns
     std1 = plan.one_way_multiplier(z) * _SENSITIVITY.l2
-    noisy_one_way = _measure_one_way(codes, sizes, std1, rng)
+    noisy_one_way = _measure_one_way(counts, sizes, std1, rng)
     events = [GaussianEvent(plan.one_way_multiplier(z), count=n_columns)]
     edges = []
     if n_columns > 1:
         eps_sel = plan.select_epsilon(z)
-        edges = _private_tree(codes, sizes, noisy_one_way, eps_sel, rng)
+        edges = _private_tree(counts, sizes, noisy_one_way, eps_sel, rng)
         events.append(
             ExponentialMechanismEvent(eps_sel, count=len(edges), bounded_range=True)
         )
     order = _orient(edges, n_columns, _ROOT)
     std2 = plan.two_way_multiplier(z) * _SENSITIVITY.l2 if edges else 0.0
-    noisy_tables = _measure_pairs(codes, sizes, order, std2, rng)
+    noisy_tables = _measure_pairs(counts, order, std2, rng)
     if edges:
         events.append(GaussianEvent(plan.two_way_multiplier(z), count=len(order)))
     model = estimate_tree_model(
@@ -307,28 +323,27 @@ def fit_tree_model(codes, sizes, plan, z, rng):
     return TreeResult(model, edges, events)
 
 
-def _measure_one_way(codes, sizes, std, rng):
+def _measure_one_way(counts, sizes, std, rng):
     """Every 1-way count vector plus Gaussian noise of std ``std``."""
     return [
-        np.bincount(codes[:, j], minlength=sizes[j])
-        + std * rng.standard_normal(sizes[j])
-        for j in range(codes.shape[1])
+        counts.table((j,)) + std * rng.standard_normal(sizes[j])
+        for j in range(counts.n_columns)
     ]
 
 
-def _private_tree(codes, sizes, noisy_one_way, epsilon, rng):
+def _private_tree(counts, sizes, noisy_one_way, epsilon, rng):
     """The spanning tree drawn on the pairs' scores against the noisy 1-way."""
-    n_rows, n_columns = codes.shape
+    n_rows, n_columns = counts.n_rows, counts.n_columns
     one_way = [_to_probs(noisy, n_rows) for noisy in noisy_one_way]
-    pairs, scores = pair_scores(codes, sizes, one_way, n_rows)
+    pairs, scores = pair_scores(counts, sizes, one_way, n_rows)
     return _select_tree(pairs, scores, n_columns, epsilon, rng)
 
 
-def _measure_pairs(codes, sizes, order, std, rng):
+def _measure_pairs(counts, order, std, rng):
     """The 2-way count table of each ``(parent, child)`` plus Gaussian noise."""
     noisy_tables = []
     for parent, child in order:
-        table = count_table(codes, (parent, child), sizes)
+        table = counts.table((parent, child))
         noisy_tables.append(table + std * rng.standard_normal(table.shape))
     return noisy_tables
 

@@ -1,8 +1,18 @@
-"""The ``skdp synth`` subcommand: a private synthetic copy of a CSV file."""
+"""The ``skdp synth`` subcommand: a private synthetic copy of a CSV file.
 
+INPUT is one CSV file, read in memory; or partitioned data, read and fitted
+with Dask (docs/guide/dask.md): a glob of CSV files (``'data/*.csv'``), or
+Parquet (a ``.parquet`` / ``.pq`` file or glob, or a directory). The
+synthetic table is then written partition by partition.
+"""
+
+import contextlib
 import csv
+import glob
 import json
+import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -139,6 +149,8 @@ _ESTIMATOR_ARGS = (
 
 def _run_synth(args):
     """Fit on the CSV, write the synthetic table, report the spend to stderr."""
+    if _is_partitioned(args.input):
+        return _run_synth_on_dask(args)
     with open(args.input, newline="", encoding="utf-8") as handle:
         header = next(csv.reader(handle), None)
     if header is None:
@@ -158,6 +170,147 @@ def _run_synth(args):
     learned = {name: model.domain_[name] for name in header if name not in domain}
     _report(model, learned, args.infer_domain, len(synthetic))
     return 0
+
+
+#: INPUT and output names read and written as Parquet.
+_PARQUET = (".parquet", ".pq")
+
+
+def _is_partitioned(path):
+    """Whether INPUT names partitioned data: a glob, Parquet or a directory."""
+    return (
+        any(c in path for c in "*?[") or path.endswith(_PARQUET) or os.path.isdir(path)
+    )
+
+
+def _csv_header(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        header = next(csv.reader(handle), None)
+    if header is None:
+        raise ValueError(f"{path} is empty.")
+    return header
+
+
+def _partitioned_header(path):
+    """The column names of partitioned INPUT (every CSV file must share them)."""
+    if path.endswith(_PARQUET) or os.path.isdir(path):
+        import dask.dataframe as dd  # lazy: dask is an optional extra
+
+        return [str(c) for c in dd.read_parquet(path).columns]
+    files = sorted(glob.glob(path))
+    if not files:
+        raise ValueError(f"No file matches {path!r}.")
+    header = _csv_header(files[0])
+    for name in files[1:]:
+        if _csv_header(name) != header:
+            raise ValueError(
+                f"{name} has the header {_csv_header(name)!r}, not {header!r} as "
+                f"{files[0]}: every file must hold the same columns in the same order."
+            )
+    return header
+
+
+def _numbers(frame, numeric):
+    """The ``numeric`` columns of a partition as floats (empty fields missing)."""
+    import pandas as pd  # lazy: pandas comes with the dask extra
+
+    out = frame.copy()
+    for name in numeric:
+        values = pd.to_numeric(frame[name], errors="coerce").astype(float)
+        bad = values.isna() & frame[name].notna()
+        if bad.any():
+            raise ValueError(
+                f"Column {name!r} holds {frame[name][bad].iloc[0]!r}, which is not "
+                "a number, but the column's domain is numeric."
+            )
+        out[name] = values
+    return out
+
+
+def _read_partitioned(path, header, numeric):
+    """Partitioned INPUT as a Dask DataFrame; categories as text, as in a CSV."""
+    import dask.dataframe as dd  # lazy: dask is an optional extra
+
+    text = [name for name in header if name not in numeric]
+    if path.endswith(_PARQUET) or os.path.isdir(path):
+        frame = dd.read_parquet(path)
+        frame.columns = header
+        return frame.astype({name: "string" for name in text})
+    frame = dd.read_csv(
+        sorted(glob.glob(path)),
+        dtype=dict.fromkeys(header, object),
+        keep_default_na=False,
+        na_values=[""],
+    )
+    meta = [(name, float if name in numeric else frame.dtypes[name]) for name in header]
+    return frame.map_partitions(_numbers, sorted(numeric), meta=meta)
+
+
+@contextlib.contextmanager
+def _scheduler(address):
+    """A ``distributed.Client`` of ``address`` while fitting (None: Dask's default)."""
+    if address is None:
+        yield
+        return
+    from distributed import Client  # lazy: dask is an optional extra
+
+    with Client(address):
+        yield
+
+
+def _run_synth_on_dask(args):
+    """Fit on partitioned INPUT with Dask; write the table partition by partition."""
+    # dask's Parquet reader calls a pandas method that pandas 3.1 deprecates;
+    # the caller's catch_warnings (main) scopes this filter to the command.
+    warnings.filterwarnings(
+        "ignore",
+        message="The inplace keyword in DataFrame.reset_index",
+        category=DeprecationWarning,
+        module="dask",
+    )
+    header = _partitioned_header(args.input)
+    domain, numeric = read_domain(
+        args.domain, header, infer=args.infer_domain is not None
+    )
+    model = DPSyntheticData(
+        domain=domain, **{name: getattr(args, name) for name in _ESTIMATOR_ARGS}
+    )
+    with _scheduler(args.scheduler):
+        frame = _read_partitioned(args.input, header, numeric)
+        try:
+            model.fit(frame)
+        except TypeError as exc:  # a malformed declaration: report it as the others
+            raise ValueError(str(exc)) from exc
+        synthetic = model.sample(args.n_samples, npartitions=frame.npartitions)
+        _write_partitioned(args.output, synthetic, model.columns_)
+    n_rows = model.n_samples_fit_ if args.n_samples is None else args.n_samples
+    _report(model, {}, args.infer_domain, n_rows)
+    return 0
+
+
+def _integers_as_text(frame, names):
+    """Integer columns as nullable integers, so they are written without ``.0``."""
+    return frame.astype(dict.fromkeys(names, "Int64"))
+
+
+def _write_partitioned(path, synthetic, specs):
+    """A Dask DataFrame to ``path`` partition by partition (stdout if None).
+
+    ``.parquet`` / ``.pq``: a Parquet directory; a name with ``*``: one CSV
+    file per partition; another name: one CSV file, appended partition after
+    partition. Missing values are empty fields.
+    """
+    if path is not None and path.endswith(_PARQUET):
+        synthetic.to_parquet(path, write_index=False)
+        return
+    integers = [spec.key for spec in specs if spec.integer]
+    table = synthetic.map_partitions(_integers_as_text, integers)
+    if path is None:
+        for k in range(table.npartitions):
+            part = table.partitions[k].compute()
+            part.to_csv(sys.stdout, header=k == 0, index=False, lineterminator="\n")
+        return
+    table.to_csv(path, index=False, single_file="*" not in path)
 
 
 def _write_csv(path, header, synthetic):
@@ -214,7 +367,12 @@ def add_synth_parser(subparsers):
             "table. Errors name the columns as the CSV header does."
         ),
     )
-    p.add_argument("input", help="CSV file with a header row")
+    p.add_argument(
+        "input",
+        help="CSV file with a header row; or partitioned data, fitted with Dask: a "
+        "quoted glob of CSV files sharing one header, or Parquet (a .parquet or "
+        ".pq file or glob, or a directory)",
+    )
     p.add_argument("--domain", required=True, help="JSON file with the public domain")
     p.add_argument("--epsilon", type=positive(float), default=1.0)
     p.add_argument(
@@ -278,5 +436,17 @@ def add_synth_parser(subparsers):
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--n-samples", type=positive(int), default=None)
     p.add_argument("--random-state", type=int, default=None)
-    p.add_argument("-o", "--output", help="output CSV (default: standard output)")
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="partitioned input: the address of a dask.distributed scheduler to "
+        "run on (default: Dask's local scheduler)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        help="output CSV (default: standard output); for partitioned input also a "
+        "name with * (one CSV per partition) or a .parquet directory",
+    )
     p.set_defaults(func=_run_synth)

@@ -30,6 +30,7 @@ __all__ = [
     "as_table",
     "build_specs",
     "check_domain_keys",
+    "check_not_empty",
     "is_numeric_dtype",
     "decode_column",
     "encode_table",
@@ -138,12 +139,17 @@ def as_table(X):
         columns = [(j, array[:, j], array.dtype) for j in range(array.shape[1])]
         info = None
         n_rows = array.shape[0]
-    if n_rows == 0 or not columns:
+    check_not_empty(n_rows, len(columns))
+    return columns, info
+
+
+def check_not_empty(n_rows, n_columns):
+    """Refuse a table without rows or without columns."""
+    if n_rows == 0 or n_columns == 0:
         raise ValueError(
-            f"X is empty ({n_rows} rows, {len(columns)} columns); "
+            f"X is empty ({n_rows} rows, {n_columns} columns); "
             "DPSyntheticData needs at least one row and one column."
         )
-    return columns, info
 
 
 def _numpy_dtype(dtype):

@@ -12,12 +12,28 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import SEED_BOUND, PrivateFitMixin, fit_generator, resolve_delta
 from .._solvers._aim import AIMPolicy
+from .._solvers._measure import CodesCounts, CountedTables
 from .._solvers._tree import TreePolicy
 from ..accounting import account
 from ..schema import TableSchema
 from ..utils._sklearn import Interval, StrOptions, fit_context
 from ..utils._validation import check_add_remove_delta
-from ._domain import as_domain, as_table, build_specs, encode_table, rebuild_table
+from ._dask import (
+    PartitionCounts,
+    count_on_dask,
+    dask_table,
+    is_dask_collection,
+    sample_collection,
+)
+from ._domain import (
+    as_domain,
+    as_table,
+    build_specs,
+    check_domain_keys,
+    check_not_empty,
+    encode_table,
+    rebuild_table,
+)
 from ._infer import columns_to_infer, infer_ranges
 from ._methods import METHODS, SynthesisPlan, account_for, calibrate
 
@@ -37,7 +53,12 @@ logger = logging.getLogger("skdp.synthetic")
 
 @dataclass(frozen=True)
 class _Input:
-    """A validated fit input: the table's columns and the public declarations."""
+    """A validated fit input: the table's columns and the public declarations.
+
+    ``counted``: on a Dask collection, the count tables summed over its
+    partitions (:func:`._dask.count_on_dask`); the columns then carry no
+    values.
+    """
 
     columns: list
     frame_info: dict | None
@@ -46,6 +67,22 @@ class _Input:
     delta: float
     domain: dict
     to_infer: list
+    counted: PartitionCounts | None = None
+
+
+@dataclass(frozen=True)
+class _Sampler:
+    """The fitted model and the public specs that decode its codes to a table."""
+
+    model: object
+    specs: list
+    frame_info: dict | None
+    dtype: object
+
+    def draw(self, n_samples, rng):
+        """``n_samples`` records in the fit input's container (post-processing)."""
+        codes = self.model.sample(n_samples, rng)
+        return rebuild_table(self.specs, codes, rng, self.frame_info, self.dtype)
 
 
 class DPSyntheticData(PrivateFitMixin, BaseEstimator):
@@ -233,6 +270,18 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
     Everything after the measurements is post-processing, so :meth:`sample`
     costs nothing more however often it is called.
 
+    **Dask collections.** ``fit`` also takes a ``dask.dataframe.DataFrame`` or
+    a 2-D ``dask.array.Array`` whose columns all have a declared domain
+    (``infer_domain`` is refused there): in one pass, each partition is encoded
+    where it is and returns the count tables the method reads, its number of
+    rows and its numbers of clipped or mapped values per column; these are
+    summed in a tree of tasks and nothing else leaves a partition. The
+    mechanisms, their noise and the accounting are those of the in-memory
+    fit, which the fit reproduces bit for bit for the same rows and seed
+    (integer counts sum exactly in any order); ``n_jobs`` is unused (the
+    cluster counts). ``sample(npartitions=k)`` draws a table partition by
+    partition. See docs/guide/dask.md.
+
     **Estimation** (``"aim"``). With ``compress``, after the 1-way
     measurements the levels of a column whose noisy count is below 3 noise
     standard deviations are merged into one level (when there are at least
@@ -358,6 +407,11 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
+            Or a ``dask.dataframe.DataFrame`` or 2-D ``dask.array.Array``:
+            each partition is encoded and counted where it is and only the
+            count tables travel (one pass; every column's domain must be
+            declared). The fit is the in-memory fit of the same rows, bit for
+            bit (docs/guide/dask.md).
         y : None
             Ignored.
 
@@ -374,6 +428,8 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
                 f"method={self.method!r}, infer_domain={self.infer_domain!r}."
             )
         check_add_remove_delta(self.neighbouring, self.delta)
+        if is_dask_collection(X):
+            return self._fit_private(self._dask_input(X))
         columns, frame_info = as_table(X)
         keys = [key for key, _, _ in columns]
         workload = _workload_indices(self.workload, keys)
@@ -382,6 +438,41 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         to_infer = columns_to_infer(columns, domain, self.infer_domain)
         data = _Input(columns, frame_info, keys, workload, delta, domain, to_infer)
         return self._fit_private(data)
+
+    def _dask_input(self, X):
+        """Validate a Dask collection and count its tables in one pass."""
+        if self.infer_domain is not None:
+            raise ValueError(
+                "infer_domain is not available on a Dask collection: declare the "
+                "range of every numeric column in domain (public bounds), or fit "
+                "in memory."
+            )
+        table = dask_table(X)
+        keys = table.keys
+        workload = _workload_indices(self.workload, keys)
+        domain = as_domain(self.domain)
+        check_domain_keys(domain, keys)
+        undeclared = [key for key in keys if key not in domain]
+        if undeclared:
+            raise ValueError(
+                f"No domain given for the columns {undeclared!r}. A fit on a Dask "
+                "collection needs the public domain of every column (its "
+                "categories, or its range): pass domain= or a TableSchema."
+            )
+        specs = build_specs(
+            table.columns,
+            domain,
+            self.bins,
+            missing=self.missing,
+            handle_unknown=self.handle_unknown,
+        )
+        sets = METHODS[self.method].from_estimator(self, workload).count_sets(len(keys))
+        counted = count_on_dask(table, specs, sets, self.handle_unknown)
+        check_not_empty(counted.n_rows, len(keys))
+        delta = resolve_delta(self.delta, counted.n_rows)
+        return _Input(
+            table.columns, table.frame_info, keys, workload, delta, domain, [], counted
+        )
 
     def _plan_fit(self, data, rng):
         """Learn the missing ranges (private), then the public discretisation."""
@@ -425,32 +516,25 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         return calibrate(plan)
 
     def _run(self, schedule, noise_multiplier, data, rng):
-        codes = self._encode(data, schedule)
-        return schedule.method.run(schedule, codes, noise_multiplier, rng)
+        counts = self._counts(data, schedule)
+        return schedule.method.run(schedule, counts, noise_multiplier, rng)
 
-    def _encode(self, data, plan):
-        """The table's codes on the plan's levels; one warning for what moved."""
-        report = {}
-        codes = encode_table(
-            data.columns, plan.specs, handle_unknown=self.handle_unknown, report=report
-        )
-        if report:
-            details = "; ".join(
-                f"{k!r}: {n} {kind}"
-                + (
-                    f" (the privately learned range {plan.inferred[k]!r}; declare "
-                    "the range to keep them)"
-                    if k in plan.inferred
-                    else ""
-                )
-                for k, (n, kind) in report.items()
+    def _counts(self, data, plan):
+        """The counts source of the run; one warning for the values that moved."""
+        sizes = tuple(plan.sizes)
+        if data.counted is None:
+            report = {}
+            codes = encode_table(
+                data.columns,
+                plan.specs,
+                handle_unknown=self.handle_unknown,
+                report=report,
             )
-            # stacklevel: where fit's warnings have always pointed (the frame
-            # that calls fit through fit_context).
-            warnings.warn(
-                f"Values outside the domain: {details}.", DomainWarning, stacklevel=5
-            )
-        return codes
+            _warn_domain(report, plan)
+            return CodesCounts(codes, sizes)
+        counted = data.counted
+        _warn_domain(counted.report, plan)
+        return CountedTables(counted.n_rows, sizes, counted.tables)
 
     def _account(self, plan, result):
         return account_for(plan, result)
@@ -478,7 +562,7 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         self._dtype = data.columns[0][2] if data.frame_info is None else None
         self._sample_seed = int(rng.integers(SEED_BOUND))
 
-    def sample(self, n_samples=None, random_state=None):
+    def sample(self, n_samples=None, random_state=None, *, npartitions=None):
         """Draw synthetic records (post-processing: no extra privacy cost).
 
         Parameters
@@ -488,6 +572,15 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         random_state : int, RandomState instance or None, default=None
             ``None``: a seed drawn at fit time, so repeated calls return the
             same records; pass a value for other draws.
+        npartitions : int >= 1 or None, default=None
+            ``None``: the table in memory. A number: a lazy Dask collection
+            (``dask.dataframe.DataFrame`` for a DataFrame input, else a
+            ``dask.array.Array``) of that many partitions of about equal
+            size, each drawn from the model with its own seed where it is
+            computed, so ``.to_parquet(...)`` or ``.to_csv(...)`` write a table
+            larger than memory partition by partition. Its rows are not those
+            of the in-memory table (see Notes); the same seed gives the same
+            partitions whatever the scheduler.
 
         Returns
         -------
@@ -498,17 +591,38 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
             and string arrays come back as objects; integer columns stay
             integers (widened to int64 if the declared range needs it); other
             dtypes are the input's, which must be public (see Notes).
+
+        Notes
+        -----
+        The in-memory table is drawn with low-variance rounding: the rows that
+        share a conditioning value get their conditional distribution as
+        counts rounded over all of them, in random order, so each row depends
+        on every other and a table drawn in partitions cannot reproduce it.
+        Partition ``k`` of ``npartitions`` is the in-memory draw of its own
+        ``n_k`` rows with the ``k``-th of ``npartitions`` seeds drawn from
+        ``random_state``: the same model, rounded within each partition.
         """
         check_is_fitted(self)
         n = self.n_samples_fit_ if n_samples is None else n_samples
         if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
             raise ValueError(f"n_samples must be an integer >= 0, got {n_samples!r}.")
+        if npartitions is not None and (
+            isinstance(npartitions, bool)
+            or not isinstance(npartitions, Integral)
+            or npartitions < 1
+        ):
+            raise ValueError(
+                f"npartitions must be None or an integer >= 1, got {npartitions!r}."
+            )
         if random_state is None:
             rng = np.random.default_rng(self._sample_seed)
         else:
             rng = fit_generator(random_state)
-        codes = self._model.sample(int(n), rng)
-        return rebuild_table(self.columns_, codes, rng, self._frame_info, self._dtype)
+        sampler = _Sampler(self._model, self.columns_, self._frame_info, self._dtype)
+        if npartitions is None:
+            return sampler.draw(int(n), rng)
+        seeds = rng.integers(SEED_BOUND, size=int(npartitions))
+        return sample_collection(sampler, int(n), seeds)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -517,6 +631,31 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.requires_fit = True
         return tags
+
+
+def _warn_domain(report, plan):
+    """One :class:`DomainWarning` for the values clipped or mapped, by column.
+
+    ``report``: column key -> (number of values, what was done), see
+    :func:`._domain.encode_table`; listed in column order.
+    """
+    if not report:
+        return
+    details = "; ".join(
+        f"{k!r}: {n} {kind}"
+        + (
+            f" (the privately learned range {plan.inferred[k]!r}; declare "
+            "the range to keep them)"
+            if k in plan.inferred
+            else ""
+        )
+        for k, (n, kind) in sorted(
+            report.items(), key=lambda item: plan.keys.index(item[0])
+        )
+    )
+    # stacklevel: where fit's warnings have always pointed (the frame that
+    # calls fit through fit_context: _counts, _run, _fit_private, fit, wrapper).
+    warnings.warn(f"Values outside the domain: {details}.", DomainWarning, stacklevel=6)
 
 
 def _workload_indices(workload, keys):

@@ -6,7 +6,11 @@ one place the ``method`` parameter is read, :data:`METHODS`). Each has
 - ``events(plan, z)``: the events its run is accounted for, as a function of
   the noise multiplier ``z`` (so the noise is calibrated before a row is
   read);
-- ``run(plan, codes, z, rng)``: the pure solver, returning a
+- ``count_sets(n_columns)``: the column sets whose exact count tables give
+  every table its run reads (public; what a partition of a Dask collection
+  counts, :mod:`._dask`);
+- ``run(plan, counts, z, rng)``: the pure solver, reading its exact tables
+  from a counts source (:mod:`skdp._solvers._measure`), returning a
   :class:`SynthesisResult` whose ``model`` samples with ``model.sample(n,
   rng)``;
 - ``attributes(selected)``: the fitted attributes only this method sets.
@@ -18,6 +22,7 @@ inference's events (run while planning) come first, then the method's.
 import logging
 from dataclasses import dataclass, field
 
+from .._solvers import _aim, _tree
 from .._solvers._aim import AIMPolicy, fit_aim
 from .._solvers._tree import TreePlan, TreePolicy, fit_tree_model
 from ..accounting import GaussianEvent, account, calibrate_noise_multiplier
@@ -37,7 +42,7 @@ logger = logging.getLogger("skdp.synthetic")
 
 @dataclass(frozen=True)
 class SynthesisPlan:
-    """The public plan of a fit: everything it needs but the data's codes.
+    """The public plan of a fit: everything it needs but the data's counts.
 
     Attributes
     ----------
@@ -132,9 +137,13 @@ class TreeMethod:
         """The events of a run with global multiplier ``z``."""
         return self._solver_plan(plan).events(z)
 
-    def run(self, plan, codes, z, rng):
+    def count_sets(self, n_columns):
+        """Every pair (each is scored): :func:`skdp._solvers._tree.count_sets`."""
+        return _tree.count_sets(n_columns)
+
+    def run(self, plan, counts, z, rng):
         """Select, measure and estimate the tree."""
-        fit = fit_tree_model(codes, plan.sizes, self._solver_plan(plan), z, rng)
+        fit = fit_tree_model(counts, plan.sizes, self._solver_plan(plan), z, rng)
         names = plan.keys
         logger.info(
             "selected tree edges (parent, child) %s",
@@ -142,7 +151,7 @@ class TreeMethod:
         )
         events = plan.domain_events + fit.events
         order = list(fit.model.order)
-        return SynthesisResult(fit.model, order, events, events, z, codes.shape[0])
+        return SynthesisResult(fit.model, order, events, events, z, counts.n_rows)
 
     def attributes(self, selected):
         """``tree_``: the selected (parent, child) column pairs."""
@@ -180,6 +189,10 @@ class AIMMethod:
         """The certified curve: a Gaussian of multiplier ``z`` (the rounds' filter)."""
         return [GaussianEvent(z)]
 
+    def count_sets(self, n_columns):
+        """The workload's sets: :func:`skdp._solvers._aim.count_sets`."""
+        return _aim.count_sets(n_columns, self.workload)
+
     def compress_mode(self, neighbouring):
         """``compress`` for the solver: ``"auto"`` only under add-remove.
 
@@ -190,7 +203,7 @@ class AIMMethod:
             return "auto" if neighbouring == "add-remove" else False
         return bool(self.compress)
 
-    def run(self, plan, codes, z, rng):
+    def run(self, plan, counts, z, rng):
         """The rounds under the zCDP budget of a Gaussian of multiplier ``z``."""
         rho = 1.0 / (2.0 * z**2)
         logger.info(
@@ -201,7 +214,7 @@ class AIMMethod:
             rho,
         )
         fit = fit_aim(
-            codes,
+            counts,
             plan.sizes,
             rho,
             rng,
