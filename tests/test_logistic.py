@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdp.accounting import account
+from skdp.accounting import GaussianSumEvent, account
 from skdp.linear_model import DPLogisticRegression, _budget
 
 WEIGHT_REASON = (
@@ -368,8 +368,8 @@ def test_temperature_budget_share_and_plan_equal_fit():
     est.fit(X, y)
     assert spent == est.privacy_spent_ and spent.epsilon <= 1.0
     plan = est._plan(len(y), 2, delta)
-    # The release is every row in one Gaussian: a Poisson event of rate 1.
-    release = [e for e in plan.events(z) if e.sampling_rate == 1.0]
+    # The release is every row in one Gaussian: a GaussianSumEvent.
+    release = [e for e in plan.events(z) if isinstance(e, GaussianSumEvent)]
     assert len(release) == 1
     assert account(release, delta).epsilon <= 0.2 * (1 + 1e-9)
     none = DPLogisticRegression(epsilon=1.0, calibration_share=0.0)

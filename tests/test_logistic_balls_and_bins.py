@@ -19,7 +19,7 @@ from sklearn.model_selection import KFold
 from skdp._cli import main
 from skdp._solvers._sgd import _run, make_plan, run_logistic_sgd
 from skdp.accounting import (
-    PoissonGaussianEvent,
+    GaussianSumEvent,
     RandomAllocationGaussianEvent,
     account,
 )
@@ -102,7 +102,7 @@ def test_run_events_and_noise_are_the_plans(monkeypatch):
     assert result.events == plan.events(1.5)
     assert result.events == [
         RandomAllocationGaussianEvent(5, 1.5, epochs=4),
-        PoissonGaussianEvent(1.0, 3.0),
+        GaussianSumEvent(3.0),
     ]
     assert recorder.noise_std == {1.5 * plan.clip_norm}
     assert recorder.denominators == {300 / 5}
@@ -184,7 +184,7 @@ def test_fit_reports_the_accountant_of_its_events(neighbouring):
     epochs = 30  # "auto" at epsilon 1, both relations
     events = [
         RandomAllocationGaussianEvent(math.ceil(513 / 256), z, epochs),
-        PoissonGaussianEvent(1.0, floor),
+        GaussianSumEvent(floor),
     ]
     training = account(events, budget.run_delta, neighbouring=neighbouring,
                        accountant="pld")  # fmt: skip

@@ -72,9 +72,10 @@ def _checked_numeric(name, spec):
             raise TypeError(
                 f"Column {name!r}: bounds must be numbers, got {(low, high)!r}."
             )
-    if not (math.isfinite(low) and math.isfinite(high)) or max(
-        abs(low), abs(high)
-    ) > MAGNITUDE_LIMIT:
+    if (
+        not (math.isfinite(low) and math.isfinite(high))
+        or max(abs(low), abs(high)) > MAGNITUDE_LIMIT
+    ):
         raise ValueError(
             f"Column {name!r}: bounds must be finite and within "
             f"+-{MAGNITUDE_LIMIT:g}, got {(low, high)!r}."

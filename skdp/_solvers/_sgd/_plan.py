@@ -6,6 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...accounting import (
+    GaussianSumEvent,
     NoisyIterationEvent,
     PoissonGaussianEvent,
     RandomAllocationGaussianEvent,
@@ -206,16 +207,15 @@ class SGDPlan:
         DP-SGD: noise of std ``z C`` on the sum of clipped gradients. DP-SGLD:
         noise of std ``sqrt(2 eta_t) z C`` on the iterate. The sensitivity of a
         step that sees the record is ``2 eta_t min(C, G) / b_t`` (replace-one).
-        A temperature fit adds one Gaussian release over all rows, written as
-        a Poisson event of rate 1 (every row in; noise in units of one row's
-        bound): the same Gaussian under either relation (sensitivity 2 bounds
-        under replace-one, 1 under add/remove), and a form the tight
-        accountants can chain under replace-one.
+        A temperature fit adds one Gaussian release of a sum over all rows, a
+        :class:`~skdp.accounting.GaussianSumEvent` (noise in units of one
+        row's bound; the accountant applies the relation: the sum moves by 2
+        bounds under replace-one, 1 under add/remove).
         """
         calibration = (
             []
             if self.calibration_noise is None
-            else [PoissonGaussianEvent(1.0, self.calibration_noise)]
+            else [GaussianSumEvent(self.calibration_noise)]
         )
         return self._training_events(noise_multiplier) + calibration
 
