@@ -63,6 +63,8 @@ def test_public_inputs_come_from_the_schema():
     assert [name for name, _ in pipe.steps] == ["schemaencoder", "dplogisticregression"]
     assert pipe[-1].row_norm is None  # Poisson batches: clipping alone
     assert pipe[-1].classes == [0, 1]
+    bins = make_private_pipeline(SCHEMA, fast_model(batch_sampling="balls-and-bins"))
+    assert bins[-1].row_norm is None  # the same "auto" rules as Poisson
     cyclic = make_private_pipeline(SCHEMA, fast_model(batch_sampling="cyclic"))
     assert cyclic[-1].row_norm == pytest.approx(np.sqrt(14))
     assert cyclic[-1].row_norm == SchemaEncoder(SCHEMA).row_norm_bound()

@@ -126,7 +126,9 @@ def add_audit_parser(subparsers):
     p.add_argument("--epochs", type=positive(int), default=None)
     p.add_argument("--batch-size", type=positive(int), default=None)
     p.add_argument(
-        "--batch-sampling", choices=["poisson", "shuffle", "cyclic"], default=None
+        "--batch-sampling",
+        choices=["poisson", "balls-and-bins", "shuffle", "cyclic"],
+        default=None,
     )
     p.add_argument("--solver", choices=["dp-sgd", "dp-sgld"], default=None)
     p.add_argument(

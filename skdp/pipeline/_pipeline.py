@@ -46,12 +46,12 @@ def _public_inputs(schema, encoder, est):
 def _needs_row_bound(params):
     """Whether a plan reads the row bound.
 
-    Poisson batches are bounded by per-example clipping alone, and their
-    "auto" rules are chosen for rows without a declared bound
+    Poisson and balls-and-bins batches are bounded by per-example clipping
+    alone, and their "auto" rules are chosen for rows without a declared bound
     (docs/benchmarks.md, "Defaults chosen on the panel"); cyclic and shuffled
     batches, and estimators without a batch sampler, need the bound.
     """
-    return params.get("batch_sampling") != "poisson"
+    return params.get("batch_sampling") not in ("poisson", "balls-and-bins")
 
 
 def _conflict(name, param, value, declared):
