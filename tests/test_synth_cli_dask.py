@@ -132,7 +132,8 @@ def test_synth_on_parquet(parts, capsys):
         ("header", [], "part2.csv has the header"),
         ("text", [], "Column 'age' holds 'old', which is not a number"),
         ("colour", [], "'purple', which is not in its declared categories"),
-        (None, ["--infer-domain", "0.1"], "infer_domain is not available"),
+        (None, ["--infer-domain", "0.1"], "--infer-domain is not available on"),
+        ("undeclared", [], "(--infer-domain is not available on partitioned"),
         ("none", [], "No file matches"),
     ],
 )
@@ -146,6 +147,10 @@ def test_synth_on_a_glob_reports_bad_input(parts, capsys, change, extra, message
         (parts / "part0.csv").write_text("age,colour,score\n30,purple,1\n")
     elif change == "none":
         source = str(parts / "nothing*.csv")
+    elif change == "undeclared":
+        domain = json.loads((parts / "domain.json").read_text())
+        domain.pop("score")
+        (parts / "domain.json").write_text(json.dumps(domain))
     assert _synth(parts, source, *extra, "-o", str(parts / "out.csv")) == 2
     assert message in capsys.readouterr().err
     assert not (parts / "out.csv").exists()

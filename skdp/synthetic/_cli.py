@@ -25,7 +25,7 @@ from ._estimator import DPSyntheticData
 __all__ = ["add_synth_parser", "read_domain"]
 
 
-def read_domain(path, header, *, infer=False):
+def read_domain(path, header, *, infer=False, can_infer=True):
     """Read a JSON domain, keyed by the CSV's column names.
 
     A categorical column is a list of its category strings (as they appear in
@@ -36,8 +36,10 @@ def read_domain(path, header, *, infer=False):
     :class:`~skdp.schema.Categorical`): it has a missing level iff it says
     ``true``, whatever ``--missing`` says; the others follow ``--missing``.
     With ``infer``, columns the file leaves out are numeric columns whose
-    range is learned privately. Returns the domain and the set of numeric
-    column names.
+    range is learned privately. ``can_infer=False`` (partitioned input, where
+    ranges cannot be learned) leaves ``--infer-domain`` out of the error for
+    an undeclared column. Returns the domain and the set of numeric column
+    names.
     """
     with open(path, encoding="utf-8") as handle:
         raw = json.load(handle)
@@ -52,10 +54,15 @@ def read_domain(path, header, *, infer=False):
             if infer:
                 numeric.add(name)
                 continue
+            hint = (
+                ", or pass --infer-domain to learn a numeric range privately"
+                if can_infer
+                else " (--infer-domain is not available on partitioned input)"
+            )
             raise ValueError(
                 f"Column {name!r} has no domain; declare its categories or its "
                 "range in the domain file (it is public, never read from the "
-                "data), or pass --infer-domain to learn a numeric range privately."
+                f"data){hint}."
             )
         domain[name] = _column_domain(name, raw[name])
         if isinstance(domain[name], (tuple, Numeric)):
@@ -268,10 +275,14 @@ def _run_synth_on_dask(args):
         category=DeprecationWarning,
         module="dask",
     )
+    if args.infer_domain is not None:
+        raise ValueError(
+            "--infer-domain is not available on partitioned input (a glob or "
+            "Parquet): declare every column in the domain file, or fit one CSV "
+            "file in memory."
+        )
     header = _partitioned_header(args.input)
-    domain, numeric = read_domain(
-        args.domain, header, infer=args.infer_domain is not None
-    )
+    domain, numeric = read_domain(args.domain, header, can_infer=False)
     model = DPSyntheticData(
         domain=domain, **{name: getattr(args, name) for name in _ESTIMATOR_ARGS}
     )
