@@ -137,6 +137,21 @@ def tuned(model, overrides):
     return model
 
 
+def fit_and_sample(model, train, policy=None):
+    """Fit ``model`` (with the policy variant) and sample as many rows as seen.
+
+    Returns ``(synthetic table, epsilon spent)``.
+    """
+    tuned(model, policy).fit(train)
+    return model.sample(), model.privacy_spent_.epsilon
+
+
+def process_cost(start):
+    """CPU seconds since ``start`` (``time.process_time``) and peak resident MiB."""
+    cpu = time.process_time() - start
+    return cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def run_one(method, epsilon, seed, policy=None):
     """Fit and sample in this process; return the measurements as a dict.
 
@@ -157,11 +172,8 @@ def run_one(method, epsilon, seed, policy=None):
             neighbouring="add-remove" if method == "aim-addremove" else "replace-one",
             random_state=seed,
         )
-        tuned(model, policy).fit(train)
-        synth = model.sample()
-        spent = model.privacy_spent_.epsilon
-    cpu = time.process_time() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        synth, spent = fit_and_sample(model, train, policy)
+    cpu, peak_mb = process_cost(start)
     return {
         "method": method,
         "epsilon": epsilon,

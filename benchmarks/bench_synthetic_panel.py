@@ -36,7 +36,6 @@ Usage::
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -119,7 +118,7 @@ def run_one(table, method, seed, epsilon=EPSILON, policy=None):
 
     ``policy``: overrides of the tuning policy (field -> value).
     """
-    from bench_synthetic import tuned
+    from bench_synthetic import fit_and_sample, process_cost
 
     from skdp.synthetic import DPSyntheticData
 
@@ -140,11 +139,8 @@ def run_one(table, method, seed, epsilon=EPSILON, policy=None):
             random_state=seed,
             **options,
         )
-        tuned(model, policy).fit(train)
-        synth = model.sample()
-        spent = model.privacy_spent_.epsilon
-    cpu = time.process_time() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        synth, spent = fit_and_sample(model, train, policy)
+    cpu, peak_mb = process_cost(start)
     return {
         "table": table,
         "method": method,
