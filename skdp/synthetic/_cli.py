@@ -25,11 +25,14 @@ from ._estimator import DPSyntheticData
 __all__ = ["add_synth_parser", "read_domain"]
 
 
-def read_domain(path, header, *, infer=False, can_infer=True):
+def read_domain(path, header, *, infer=False, can_infer=True, typed=()):
     """Read a JSON domain, keyed by the CSV's column names.
 
     A categorical column is a list of its category strings (as they appear in
-    the CSV) or ``{"categories": [...], "nullable": bool}``; a numeric column
+    the CSV) or ``{"categories": [...], "nullable": bool}``; the categories of
+    the columns named in ``typed`` (Parquet columns of integers or booleans
+    declared by JSON numbers or booleans, :func:`_typed_columns`) keep their
+    JSON type, the others are read as text. A numeric column
     is ``{"low": .., "high": ..}`` with optional ``"bins"`` (a number, or the
     public edges from low to high) and ``"nullable"``. A column with a
     ``"nullable"`` key is declared (:class:`~skdp.schema.Numeric` or
@@ -64,21 +67,24 @@ def read_domain(path, header, *, infer=False, can_infer=True):
                 "range in the domain file (it is public, never read from the "
                 f"data){hint}."
             )
-        domain[name] = _column_domain(name, raw[name])
+        domain[name] = _column_domain(name, raw[name], name in typed)
         if isinstance(domain[name], (tuple, Numeric)):
             numeric.add(name)
     return domain, numeric
 
 
-def _column_domain(name, spec):
-    """One column's JSON declaration as a domain value."""
+def _column_domain(name, spec, typed=False):
+    """One column's JSON declaration as a domain value.
+
+    Categories are read as text unless ``typed`` (:func:`_typed_columns`).
+    """
     if isinstance(spec, list):
-        return [str(v) for v in spec]
+        return list(spec) if typed else [str(v) for v in spec]
     if isinstance(spec, dict) and "categories" in spec and "low" not in spec:
         categories = spec["categories"]
         if not isinstance(categories, list):
             raise ValueError(f'Column {name!r}: "categories" must be a list.')
-        categories = [str(v) for v in categories]
+        categories = list(categories) if typed else [str(v) for v in categories]
         if "nullable" not in spec:
             return categories
         return as_column(name, Categorical(categories, _flag(name, spec)))
@@ -217,6 +223,44 @@ def _partitioned_header(path):
     return header
 
 
+def _declared_categories(spec):
+    """The categories a column's JSON declaration lists, or None if numeric."""
+    if isinstance(spec, list):
+        return spec
+    if isinstance(spec, dict) and "low" not in spec:
+        return spec.get("categories")
+    return None
+
+
+def _typed_columns(domain_path, path):
+    """Categorical Parquet columns that keep their type.
+
+    Those that hold integers or booleans in the file and are declared by
+    JSON numbers or booleans (never by strings). Their synthetic values are
+    then written with the input's type; any other categorical column is
+    read, matched and written as text, as in a CSV.
+    """
+    import dask.dataframe as dd  # lazy: dask is an optional extra
+    import pandas as pd  # lazy: pandas comes with the dask extra
+
+    if not (path.endswith(_PARQUET) or os.path.isdir(path)):
+        return set()
+    with open(domain_path, encoding="utf-8") as handle:
+        raw = json.load(handle)
+    if not isinstance(raw, dict):
+        return set()  # read_domain reports it
+    typed = set()
+    for name, dtype in dd.read_parquet(path).dtypes.items():
+        categories = _declared_categories(raw.get(str(name)))
+        native = pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(
+            dtype
+        )
+        if native and isinstance(categories, list) and categories:
+            if all(isinstance(v, (int, bool)) for v in categories):
+                typed.add(str(name))
+    return typed
+
+
 def _numbers(frame, numeric):
     """The ``numeric`` columns of a partition as floats (empty fields missing)."""
     import pandas as pd  # lazy: pandas comes with the dask extra
@@ -234,11 +278,15 @@ def _numbers(frame, numeric):
     return out
 
 
-def _read_partitioned(path, header, numeric):
-    """Partitioned INPUT as a Dask DataFrame; categories as text, as in a CSV."""
+def _read_partitioned(path, header, numeric, typed=()):
+    """Partitioned INPUT as a Dask DataFrame.
+
+    Categories are read as text, as in a CSV, but for the ``typed`` columns
+    (:func:`_typed_columns`), which keep the file's type.
+    """
     import dask.dataframe as dd  # lazy: dask is an optional extra
 
-    text = [name for name in header if name not in numeric]
+    text = [name for name in header if name not in numeric and name not in typed]
     if path.endswith(_PARQUET) or os.path.isdir(path):
         frame = dd.read_parquet(path)
         frame.columns = header
@@ -282,12 +330,13 @@ def _run_synth_on_dask(args):
             "file in memory."
         )
     header = _partitioned_header(args.input)
-    domain, numeric = read_domain(args.domain, header, can_infer=False)
+    typed = _typed_columns(args.domain, args.input)
+    domain, numeric = read_domain(args.domain, header, can_infer=False, typed=typed)
     model = DPSyntheticData(
         domain=domain, **{name: getattr(args, name) for name in _ESTIMATOR_ARGS}
     )
     with _scheduler(args.scheduler):
-        frame = _read_partitioned(args.input, header, numeric)
+        frame = _read_partitioned(args.input, header, numeric, typed)
         try:
             model.fit(frame)
         except TypeError as exc:  # a malformed declaration: report it as the others
