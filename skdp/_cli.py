@@ -34,8 +34,18 @@ def _add_account_parser(subparsers):
         ),
     )
     p.add_argument("--n", type=positive(int), required=True, help="number of records")
-    p.add_argument("--batch-size", type=positive(int), required=True)
-    p.add_argument("--epochs", type=positive(int), required=True)
+    p.add_argument(
+        "--as-fit",
+        action="store_true",
+        help=(
+            "the noise and spend of a default DPLogisticRegression fit on --n "
+            "rows at --target-epsilon (its own batch size, epochs and "
+            "probability floor: DPLogisticRegression.privacy_plan); "
+            "--batch-size and --epochs are then not given"
+        ),
+    )
+    p.add_argument("--batch-size", type=positive(int), help="required without --as-fit")
+    p.add_argument("--epochs", type=positive(int), help="required without --as-fit")
     noise = p.add_mutually_exclusive_group(required=True)
     noise.add_argument("--noise-multiplier", type=positive(float))
     noise.add_argument("--target-epsilon", type=positive(float))
@@ -43,9 +53,10 @@ def _add_account_parser(subparsers):
     p.add_argument(
         "--sampling",
         choices=["cyclic", "shuffle", "poisson", "balls-and-bins"],
-        default="cyclic",
+        default=None,
         help=(
-            "balls-and-bins: every epoch each record goes to one of "
+            "default: cyclic, or with --as-fit the estimator's default "
+            "(poisson). balls-and-bins: every epoch each record goes to one of "
             "ceil(n / batch-size) steps, uniformly and independently (random "
             "allocation)"
         ),
@@ -140,12 +151,61 @@ def _account_events(args):
 
 
 def _run_account(args):
+    if args.as_fit:
+        return _run_account_as_fit(args)
+    missing = [flag for flag in ("batch_size", "epochs") if getattr(args, flag) is None]
+    if missing:
+        flags = " and ".join("--" + flag.replace("_", "-") for flag in missing)
+        raise ValueError(f"{flags} required (or --as-fit for a default fit's plan).")
+    args.sampling = args.sampling or "cyclic"
     make_events, notes = _account_events(args)
     if args.target_epsilon is None:
         z, spent, count = _spend_at_noise(args, make_events)
     else:
         z, spent, count = _calibrated_spend(args, make_events)
     return _print_account(args, z, spent, count, notes, _add_remove_scope(args, count))
+
+
+def _run_account_as_fit(args):
+    """The account of a default ``DPLogisticRegression`` fit on ``--n`` rows.
+
+    The estimator's own :meth:`~skdp.linear_model.DPLogisticRegression.privacy_plan`
+    (its batch size, epochs, probability floor and, under add/remove, its
+    noisy count), so the command reports exactly what such a fit reports.
+    """
+    from .linear_model import DPLogisticRegression
+
+    flags = ("batch_size", "epochs", "noise_multiplier", "clip_norm")
+    flags += ("learning_rate", "row_norm", "l2")
+    dropped = ["--" + f.replace("_", "-") for f in flags if getattr(args, f)]
+    if dropped:
+        raise ValueError(
+            f"--as-fit takes the estimator's own plan; drop {', '.join(dropped)}."
+        )
+    estimator = DPLogisticRegression(
+        epsilon=args.target_epsilon,
+        delta=args.delta,
+        batch_sampling=args.sampling or "poisson",
+        neighbouring=args.neighbouring,
+        classes=list(range(args.n_classes)),
+    )
+    z, spent, _ = estimator.privacy_plan(args.n, args.n_classes)
+    args.sampling = estimator.batch_sampling
+    plan = estimator._fit_plan(args.n, args.n_classes).run
+    notes = [
+        f"as DPLogisticRegression(epsilon={args.target_epsilon:g}, "
+        f"delta={args.delta:g}, batch_sampling={args.sampling!r}, "
+        f"neighbouring={args.neighbouring!r}) plans a fit on {args.n} rows: "
+        f"{plan.epochs} epochs of {len(plan.batch_sizes)} steps, expected batch "
+        f"{plan.expected_batch:g}"
+        + (", probability floor included" if plan.calibration_noise is not None else "")
+        + (
+            ", after a noisy count of the rows (included)"
+            if args.neighbouring == "add-remove"
+            else ""
+        )
+    ]
+    return _print_account(args, z, spent, None, notes, None)
 
 
 def _calibrated_spend(args, make_events):

@@ -221,3 +221,29 @@ def test_account_poisson_matches_dp_accounting(capsys):
     event = dp.PoissonSampledDpEvent(0.05, dp.GaussianDpEvent(0.9))
     reference.compose(event, 100)
     assert out["epsilon"] == pytest.approx(reference.get_epsilon(1e-6), rel=1e-6)
+
+
+@pytest.mark.parametrize("relation", ["replace-one", "add-remove"])
+def test_account_as_fit_reports_what_a_default_fit_reports(capsys, relation):
+    """``--as-fit`` is the estimator's privacy_plan, probability floor and (under
+    add/remove) noisy count included; without it the command cannot say it."""
+    from skdp.linear_model import DPLogisticRegression
+
+    args = ["account", "--as-fit", "--n", "3000", "--target-epsilon", "1"]
+    args += ["--delta", "1e-5", "--neighbouring", relation, "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    z, spent, _ = DPLogisticRegression(
+        epsilon=1.0, delta=1e-5, neighbouring=relation, classes=[0, 1]
+    ).privacy_plan(3000)
+    assert out["noise_multiplier"] == z and out["epsilon"] == spent.epsilon
+    assert out["bound"] == spent.bound and out["sampling"] == "poisson"
+    assert "probability floor included" in out["notes"][0]
+
+
+def test_account_as_fit_and_plan_errors(capsys):
+    base = ["account", "--n", "3000", "--target-epsilon", "1", "--delta", "1e-5"]
+    assert main([*base, "--as-fit", "--epochs", "3", "--l2", "0.1"]) == 2
+    assert "drop --epochs, --l2" in capsys.readouterr().err
+    assert main([*base, "--batch-size", "100"]) == 2
+    assert "--epochs required (or --as-fit" in capsys.readouterr().err
