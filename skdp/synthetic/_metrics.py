@@ -39,6 +39,28 @@ def _marginal(codes, columns, sizes):
     return counts / max(counts.sum(), 1.0)
 
 
+def _in_real_order(real, synth):
+    """``synth`` with its named columns in ``real``'s order.
+
+    Tables with column names are matched by name, so two DataFrames of the
+    same columns in another order are compared column by column; columns
+    present in only one of them are named in the error.
+    """
+    if not (hasattr(real, "columns") and hasattr(synth, "columns")):
+        return synth
+    names, other = [str(c) for c in real.columns], [str(c) for c in synth.columns]
+    if names == other:
+        return synth
+    only_real = [c for c in names if c not in other]
+    only_synth = [c for c in other if c not in names]
+    if only_real or only_synth:
+        raise ValueError(
+            "real and synth must have the same columns: only in real "
+            f"{only_real}, only in synth {only_synth}."
+        )
+    return synth[list(real.columns)]
+
+
 def marginal_errors(
     real,
     synth,
@@ -60,7 +82,8 @@ def marginal_errors(
     Parameters
     ----------
     real, synth : DataFrame or array-like of shape (n_samples, n_features)
-        Same columns; row counts may differ.
+        Same columns (DataFrames are matched by column name, in any order);
+        row counts may differ.
     domain : mapping
         Public domain (see :class:`DPSyntheticData`).
     ways : int >= 1, default=2
@@ -80,6 +103,7 @@ def marginal_errors(
     errors : ndarray of shape (n_sets,)
         Total-variation distance of each, in [0, 1].
     """
+    synth = _in_real_order(real, synth)
     real_cols, specs, real_codes = _codes(real, domain, bins)
     synth_cols, synth_specs, synth_codes = _codes(synth, domain, bins)
     if [k for k, _, _ in real_cols] != [k for k, _, _ in synth_cols]:
