@@ -22,6 +22,7 @@ from .._base import resolve_delta
 from ..accounting import Neighbouring, PrivacySpent, compose_spent
 from ..exceptions import PrivacyLeakWarning
 from ..pipeline import check_pipeline
+from ..pipeline._leaks import final_estimator, warn_leaks
 from ._pairs import compose_pairs, replace_one_pair
 from ._plan import check_candidate, fit_spends, undeclared_classes
 
@@ -165,14 +166,21 @@ def _unpack_search(search, param_grid, cv, refit):
     return search.estimator, grid, cv, bool(search.refit)
 
 
-def _warn_leaks(candidates):
-    """The leak warnings of :func:`skdp.pipeline.check_pipeline`, once each."""
-    seen = set()
+def _warn_leaks(candidates, n_fits):
+    """Each step that reads the private data, said once for the whole search.
+
+    A step that reads the data does so in each of the search's ``n_fits``
+    fits; one :class:`~skdp.exceptions.PrivacyLeakWarning` per step and
+    private model (:func:`skdp.pipeline._leaks.warn_leaks`) says so, with
+    what to do, instead of one per fit.
+    """
+    said = set()
     for candidate in candidates:
-        findings = tuple(check_pipeline(candidate, warn=False))
-        if findings and findings not in seen:
-            seen.add(findings)
-            check_pipeline(candidate, warn=True)
+        model = type(final_estimator(candidate)).__name__
+        for finding in check_pipeline(candidate, warn=False):
+            if (finding, model) not in said:
+                said.add((finding, model))
+                warn_leaks([finding], model, n_fits=n_fits, stacklevel=3)
 
 
 def _rdp_total(by_size, memberships, n_samples, refit, delta):
@@ -286,13 +294,12 @@ def _search_inputs(estimator, param_grid, cv, refit, delta):
 
 
 def _candidates(estimator, grid):
-    """Every candidate of ``grid``, each checked; leak warnings once each."""
+    """Every candidate of ``grid``, each checked."""
     candidates = [clone(estimator).set_params(**p) for p in ParameterGrid(grid)]
     if not candidates:
         raise ValueError("param_grid has no candidate.")
     for candidate in candidates:
         check_candidate(candidate)
-    _warn_leaks([estimator, *candidates])
     return candidates
 
 
@@ -342,7 +349,8 @@ def search_privacy(
     :class:`~skdp.preprocessing.DPStandardScaler` in front as well as the
     model, and the Pipeline is checked for steps that read the private data
     (:func:`skdp.pipeline.check_pipeline`, one
-    :class:`~skdp.exceptions.PrivacyLeakWarning` per step).
+    :class:`~skdp.exceptions.PrivacyLeakWarning` per step, said once for the
+    whole search).
 
     The spend of one fit depends only on its parameters and its number of rows
     (public), never on the data, so the whole search can be accounted without
@@ -466,6 +474,8 @@ def search_privacy(
     n_samples = int(n_samples)
     fold_sizes = _fold_sizes(n_samples, cv, estimator)
     candidates = _candidates(estimator, grid)
+    n_fits = len(candidates) * sum(map(len, fold_sizes)) + int(refit)
+    _warn_leaks([estimator, *candidates], n_fits)
     worst_classes = n_classes is None and any(map(undeclared_classes, candidates))
     if worst_classes:
         _warn_worst_classes()
