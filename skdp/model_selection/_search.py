@@ -446,9 +446,10 @@ def search_privacy(
         The search's folds. ``None`` means 5; an integer ``k`` means
         ``KFold(k)`` (what skdp's private searches run for ``cv=k``; a
         :class:`~skdp.exceptions.PrivacyLeakWarning` for a classifier says
-        that scikit-learn's searches would run ``StratifiedKFold(k)``). Every other splitter is refused: those whose folds
-        depend on the labels or groups (``StratifiedKFold``, ``GroupKFold``,
-        ...), and the others, which are not accounted here
+        that scikit-learn's searches would run ``StratifiedKFold(k)``).
+        Every other splitter is refused: those whose folds depend on the
+        labels or groups (``StratifiedKFold``, ``GroupKFold``, ...), and the
+        others, which are not accounted here
         (``ShuffleSplit``, ...).
     n_classes : int or None, default=None
         ``None``: the estimator's declared ``classes``. Without them each
