@@ -95,14 +95,15 @@ def make_private_pipeline(
     *steps : estimators
         The steps after the encoder, the private estimator last
         (``DPLogisticRegression``, ``DPSaddlePointClassifier``...); each is
-        cloned, yours are not changed. Steps that read the private data (a
-        ``StandardScaler``...) get a
+        cloned, yours are not changed. A public input of the estimator
+        left at its default takes the schema's value; an explicit value
+        that differs from it is refused. Steps that read the private data
+        (a ``StandardScaler``...) get a
         :class:`~skdp.exceptions.PrivacyLeakWarning` when the Pipeline is
         fitted.
     estimator : estimator or None, default=None
-        The private estimator, by keyword: appended after ``steps``. A
-        parameter of it left at its default takes the schema's value; an
-        explicit value that differs from it is refused.
+        The private estimator, by keyword (``make_private_pipeline(schema,
+        estimator=model)``): appended after ``steps``.
     numeric, handle_unknown : str
         Passed to the :class:`~skdp.preprocessing.SchemaEncoder`.
 
