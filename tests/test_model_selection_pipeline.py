@@ -31,7 +31,7 @@ from skdp.model_selection import (
     search_privacy,
 )
 from skdp.model_selection._pairs import compose_pairs, replace_one_pair
-from skdp.pipeline import privacy_spent
+from skdp.pipeline import PrivatePipeline, privacy_spent
 from skdp.preprocessing import DPStandardScaler
 
 MODEL = {"batch_size": 64, "epochs": 2, "classes": [0, 1], "random_state": 0}
@@ -334,3 +334,37 @@ def test_readme_snippet_runs_in_under_ten_lines():
     search = namespace["search"]
     assert search.privacy_spent_.epsilon > search.best_estimator_.privacy_spent_.epsilon
     assert search.best_estimator_.score(*small()) > 0.7
+
+
+def _leak_messages(record):
+    return [str(w.message) for w in record if w.category is PrivacyLeakWarning]
+
+
+def test_a_private_search_says_each_leak_once():
+    # Issue 20: inside a search, every fit of a PrivatePipeline repeated the
+    # leak warning (8 times here: the search's own, 6 fold fits, the refit).
+    X, y = _data()
+    pipe = PrivatePipeline(
+        make_pipeline(StandardScaler(), DPLogisticRegression(**MODEL)).steps
+    )
+    grid = {"dplogisticregression__epsilon": [0.5, 1.0]}
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        PrivateGridSearchCV(pipe, grid, cv=3).fit(X, y)
+    (message,) = _leak_messages(record)
+    assert message.startswith("Pipeline step 'standardscaler'")
+    assert "each of the search's 7 fits" in message  # 2 x 3 folds + refit
+    assert "DPStandardScaler" in message and "once for the whole search" in message
+    # Outside the search the filter is gone: a fit says it again.
+    with pytest.warns(PrivacyLeakWarning, match="standardscaler"):
+        clone(pipe).fit(X, y)
+
+
+def test_a_private_search_says_undeclared_classes_once():
+    X, y = _data()
+    est = DPLogisticRegression(**{**MODEL, "classes": None})
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        PrivateGridSearchCV(est, {"epsilon": [0.5, 1.0]}, cv=3).fit(X, y)
+    (message,) = _leak_messages(record)
+    assert "classes are not declared" in message

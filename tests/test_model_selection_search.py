@@ -195,3 +195,30 @@ def test_search_privacy_charges_the_folds_that_hold_a_record(n, cv):
     actual, delta = _composition_of_the_fits_run(est, X, y, cv)
     assert total.delta == delta
     assert total.epsilon == pytest.approx(actual, rel=1e-9)
+
+
+def test_integer_cv_accounts_exactly_what_runs():
+    # Issue 20: search_privacy(GridSearchCV(clf, grid, cv=5)) accounted
+    # KFold(5) (with a warning) for a search that runs StratifiedKFold(5).
+    grid = {"epsilon": [1.0]}
+    est = DPLogisticRegression(batch_size=64, epochs=2, **BINARY)
+    for cv in (5, None):
+        with pytest.raises(TypeError, match=r"StratifiedKFold\(5\).*KFold\(5\)"):
+            search_privacy(GridSearchCV(est, grid, cv=cv), n_samples=500)
+    # The same folds as a splitter are accounted, and equal an int's total,
+    # which is what skdp's own search runs for cv=5.
+    from skdp.model_selection import PrivateGridSearchCV
+
+    by_kfold = search_privacy(GridSearchCV(est, grid, cv=KFold(5)), n_samples=500)
+    by_private = search_privacy(PrivateGridSearchCV(est, grid, cv=5), n_samples=500)
+    with pytest.warns(PrivacyLeakWarning, match="StratifiedKFold"):
+        by_int = search_privacy(est, grid, n_samples=500, cv=5)
+    assert by_kfold == by_private == by_int
+    # PrivateGridSearchCV(cv=5) runs those KFold(5) splits.
+    X, y = make_classification(n_samples=500, n_features=4, random_state=0)
+    X /= np.linalg.norm(X, axis=1).max()
+    est.set_params(random_state=0)
+    run = PrivateGridSearchCV(est, grid, cv=5, return_train_score=True).fit(X, y)
+    ref = GridSearchCV(est, grid, cv=KFold(5), return_train_score=True).fit(X, y)
+    for key in ("split0_test_score", "split4_test_score", "mean_train_score"):
+        np.testing.assert_array_equal(run.cv_results_[key], ref.cv_results_[key])

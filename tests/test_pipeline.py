@@ -283,3 +283,55 @@ def test_privacy_spent_composes_the_fitted_nested_steps():
     ]
     assert privacy_spent(pipe) == compose_spent(spends)
     assert privacy_spent(pipe).epsilon > max(s.epsilon for s in spends)
+
+
+def test_make_private_pipeline_takes_several_steps(adult):
+    # Issue 20: only (schema, estimator) was accepted; a usual pipeline has
+    # a scaler (or another step) between the encoder and the model.
+    X, y = adult
+    scaler = DPStandardScaler(bounds=(-1.0, 1.0), epsilon=0.3, random_state=0)
+    model = fast_model(epsilon=1.0, batch_sampling="cyclic")
+    pipe = make_private_pipeline(SCHEMA, scaler, model)
+    assert list(pipe.named_steps) == [
+        "schemaencoder",
+        "dpstandardscaler",
+        "dplogisticregression",
+    ]
+    assert pipe[1] is not scaler and pipe[-1] is not model  # clones
+    assert pipe[-1].classes == [0, 1]  # the schema's, on the last step
+    # The encoder's bound does not hold after a step that rescales the rows.
+    assert pipe[-1].row_norm is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        pipe.fit(X, y)
+    assert pipe.privacy_spent_ == compose_spent(
+        [pipe[1].privacy_spent_, pipe[-1].privacy_spent_]
+    )
+    # Keyword estimator, as before, and after steps; names as make_pipeline's.
+    by_keyword = make_private_pipeline(SCHEMA, estimator=fast_model())
+    assert list(by_keyword.named_steps) == ["schemaencoder", "dplogisticregression"]
+    two = make_private_pipeline(
+        SCHEMA, FunctionTransformer(), FunctionTransformer(), estimator=fast_model()
+    )
+    assert list(two.named_steps)[1:3] == [
+        "functiontransformer-1",
+        "functiontransformer-2",
+    ]
+    # The last step's public inputs are checked, not the step after the encoder.
+    with pytest.raises(ValueError, match="classes=.*conflicts"):
+        make_private_pipeline(SCHEMA, FunctionTransformer(), fast_model(classes=[0, 2]))
+    hand_built = PrivatePipeline(
+        [
+            ("schemaencoder", SchemaEncoder(SCHEMA)),
+            ("f", FunctionTransformer()),
+            ("model", fast_model(classes=[0, 2])),
+        ]
+    )
+    with pytest.raises(ValueError, match="classes=.*conflicts"):
+        hand_built.fit(X, y)
+    # A step that reads the data is named when the Pipeline is fitted.
+    leaky = make_private_pipeline(SCHEMA, StandardScaler(), fast_model())
+    with pytest.warns(PrivacyLeakWarning, match="standardscaler"):
+        leaky.fit(X, y)
+    with pytest.raises(TypeError, match="needs the private estimator"):
+        make_private_pipeline(SCHEMA)

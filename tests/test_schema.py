@@ -76,3 +76,29 @@ def test_schema_features_classes_and_checks():
 def test_bad_schema(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         TableSchema(**kwargs)
+
+
+def test_missing_column_error_suggests_the_near_miss():
+    # Issue 20: a typo in a declared column name got no hint.
+    schema = TableSchema({"education": ["a", "b"], "age": (0, 9), "sex": ["F", "M"]})
+    with pytest.raises(ValueError) as info:
+        schema.check_columns(["educaton", "age", "sex"])
+    assert (
+        "Column 'education' is declared in the schema but is not in the table; "
+        "did you mean 'educaton'?" in str(info.value)
+    )
+    # Declared columns present in the table are not suggested for another.
+    with pytest.raises(ValueError) as info:
+        schema.check_columns(["age", "sex", "zzz"])
+    assert "did you mean" not in str(info.value)
+    assert "'education'" in str(info.value)
+
+
+def test_schema_encoder_names_the_near_miss_of_a_frame():
+    pd = pytest.importorskip("pandas")
+    from skdp.preprocessing import SchemaEncoder
+
+    schema = TableSchema({"education": ["a", "b"], "age": (0, 9)})
+    frame = pd.DataFrame({"educaton": ["a"], "age": [3]})
+    with pytest.raises(ValueError, match="did you mean 'educaton'"):
+        SchemaEncoder(schema).fit(frame)

@@ -12,7 +12,7 @@ GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "schema.md"
 
 def test_guide_blocks_run_in_order(capsys):
     blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     # The first block is the DataFrame -> private pipeline -> search path.
     assert len([line for line in blocks[0].splitlines() if line.strip()]) <= 16
     namespace = {}
@@ -25,5 +25,11 @@ def test_guide_blocks_run_in_order(capsys):
     refit = search.best_estimator_.privacy_spent_.epsilon
     assert total.epsilon > refit
     assert namespace["encoder"].row_norm_ == 2.0
+    # Several steps after the encoder, as make_pipeline takes them.
+    assert list(namespace["scaled"].named_steps) == [
+        "schemaencoder",
+        "dpstandardscaler",
+        "dplogisticregression",
+    ]
     out = capsys.readouterr().out
     assert "the whole search spent epsilon" in out

@@ -209,6 +209,10 @@ def _bad_inputs():
     ]
     for X, domain in fits:
         cases.append(lambda X=X, domain=domain: DPSyntheticData(domain=domain).fit(X))
+    clash = {"tenure": (0, 9), "city": ["x", "other"]}
+    cases.append(
+        lambda: DPSyntheticData(domain=clash, handle_unknown="other").fit(frame)
+    )
     return cases
 
 

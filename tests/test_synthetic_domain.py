@@ -369,3 +369,31 @@ def test_other_level_on_numeric_and_boolean_columns_samples():
         array = on_array.fit(frame.to_numpy(dtype=int)).sample(300)
     assert array.dtype == object
     assert set(array[:, 0]) <= {0, 1, 2, OTHER}
+
+
+def test_declared_column_not_in_the_table_suggests_the_near_miss():
+    # Issue 20: a typo in a domain key got no hint.
+    X = pd.DataFrame({"education": ["a", "b"] * 20, "age": [20, 30] * 20})
+    domain = {"educaton": ["a", "b"], "age": (17, 90)}
+    with pytest.raises(ValueError, match="not in X") as info:
+        DPSyntheticData(domain=domain).fit(X)
+    assert "did you mean 'education'?" in str(info.value)
+
+
+def test_other_sentinel_cannot_merge_with_a_declared_other():
+    # Issue 25: a real category "other" and the level of undeclared values
+    # were one level under handle_unknown="other".
+    X = pd.DataFrame({"c": ["x", "other", "zz"] * 40})
+    domain = {"c": ["x", "other"]}
+    model = DPSyntheticData(
+        epsilon=3.0, domain=domain, handle_unknown="other", random_state=0, **FAST
+    )
+    with pytest.raises(ValueError, match="declares a category 'other'") as info:
+        model.fit(X)
+    assert "'c'" in str(info.value)
+    assert not hasattr(model, "privacy_spent_")
+    # Without handle_unknown="other", "other" is an ordinary category.
+    declared = DPSyntheticData(epsilon=3.0, domain=domain, random_state=0, **FAST)
+    synth = declared.fit(X[X["c"] != "zz"]).sample()
+    assert set(synth["c"]) <= {"x", "other"}
+    assert declared.columns_[0].n_levels == 2

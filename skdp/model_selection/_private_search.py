@@ -2,6 +2,8 @@
 
 import contextlib
 import numbers
+import re
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -9,7 +11,9 @@ from sklearn.model_selection import GridSearchCV, ParameterSampler, RandomizedSe
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from ..exceptions import PrivacyLeakWarning
 from ..pipeline import PrivatePipeline
+from ..pipeline._leaks import LEAK_WARNING_START
 from ..utils._sklearn import Interval, fit_context
 from ._search import _as_grid, private_cv, search_privacy
 
@@ -20,6 +24,16 @@ _SPEND_NOTE = (
     "plus the refit. best_estimator_.privacy_spent_ is the refit alone"
 )
 
+
+#: The leak warnings that every fit of a search would repeat, and that
+#: :func:`~skdp.model_selection.search_privacy` says once for the whole
+#: search before it runs: a step that reads the data (a PrivatePipeline's
+#: ``fit``), and a class set read from the labels (the estimator's ``fit``;
+#: the search's total is then planned for the worst class count).
+_SAID_ONCE = (
+    re.escape(LEAK_WARNING_START),
+    re.escape("classes=None: the set of classes was read from y"),
+)
 
 #: A randomized search with a non-integer ``random_state`` draws its seed in
 #: [0, 2^31 - 1) before reading any data.
@@ -90,7 +104,7 @@ class _PrivateSearchMixin:
         grid, fixed = self._public_candidates()
         total = self._total(_num_samples(X), grid)
         self._check_inputs(X, y)
-        with _swapped(self, cv=private_cv(self.cv), **fixed):
+        with _swapped(self, cv=private_cv(self.cv), **fixed), _said_once():
             super().fit(X, y, **params)
         self.privacy_spent_ = total
         return self
@@ -115,6 +129,21 @@ class _PrivateSearchMixin:
 
 
 @contextlib.contextmanager
+def _said_once():
+    """Silence the fits' repeats of the warnings the search has said once.
+
+    scikit-learn hands the warning filters in force to its workers
+    (``sklearn.utils.parallel``), so this holds with ``n_jobs`` too.
+    """
+    with warnings.catch_warnings():
+        for message in _SAID_ONCE:
+            warnings.filterwarnings(
+                "ignore", message=message, category=PrivacyLeakWarning
+            )
+        yield
+
+
+@contextlib.contextmanager
 def _swapped(est, **values):
     """Set attributes of ``est`` for the duration of a block, then restore them."""
     old = {name: getattr(est, name) for name in values}
@@ -135,8 +164,9 @@ _COMMON_DOC = """
     follow the data, an unknown private step, a non-finite total). It
     checks a :class:`~skdp.pipeline.PrivatePipeline`'s declared columns and
     labels first, warns (:class:`~skdp.exceptions.PrivacyLeakWarning`) for
-    steps that read the data, then fits as the parent search. A failed fit
-    leaves the search as it was.
+    steps that read the data, once for the whole search (its fits do not
+    repeat it, nor the warning for undeclared classes), then fits as the
+    parent search. A failed fit leaves the search as it was.
 
     .. warning::
        ``privacy_spent_`` is what the **whole search** spent: quote it.

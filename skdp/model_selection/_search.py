@@ -22,6 +22,7 @@ from .._base import resolve_delta
 from ..accounting import Neighbouring, PrivacySpent, compose_spent
 from ..exceptions import PrivacyLeakWarning
 from ..pipeline import check_pipeline
+from ..pipeline._leaks import final_estimator, warn_leaks
 from ._pairs import compose_pairs, replace_one_pair
 from ._plan import check_candidate, fit_spends, undeclared_classes
 
@@ -160,19 +161,49 @@ def _unpack_search(search, param_grid, cv, refit):
     cv = search.cv
     if getattr(search, "_int_cv_is_kfold", False):
         cv = private_cv(cv)
-    elif cv is None:
-        cv = 5
+    else:
+        cv = 5 if cv is None else cv
+        _refuse_stratified(search, cv)
     return search.estimator, grid, cv, bool(search.refit)
 
 
-def _warn_leaks(candidates):
-    """The leak warnings of :func:`skdp.pipeline.check_pipeline`, once each."""
-    seen = set()
+def _refuse_stratified(search, cv):
+    """Refuse a scikit-learn search whose integer ``cv`` runs StratifiedKFold.
+
+    ``GridSearchCV(cv=k)`` over a classifier splits by ``StratifiedKFold(k)``
+    (:func:`sklearn.model_selection.check_cv`), whose folds follow the
+    private labels, so accounting ``KFold(k)`` for it would account folds it
+    does not run.
+    """
+    if not isinstance(cv, numbers.Integral) or isinstance(cv, bool):
+        return
+    if not is_classifier(search.estimator):
+        return
+    name = type(search).__name__
+    raise TypeError(
+        f"{name}(cv={search.cv!r}) splits a classifier's rows by "
+        f"StratifiedKFold({cv}), whose folds follow the private labels (one "
+        "changed label moves other rows between folds): its fits cannot be "
+        f"accounted. Pass cv=KFold({cv}) to the search, or use skdp's "
+        f"Private{name}, whose cv={cv} means KFold({cv})."
+    )
+
+
+def _warn_leaks(candidates, n_fits):
+    """Each step that reads the private data, said once for the whole search.
+
+    A step that reads the data does so in each of the search's ``n_fits``
+    fits; one :class:`~skdp.exceptions.PrivacyLeakWarning` per step and
+    private model (:func:`skdp.pipeline._leaks.warn_leaks`) says so, with
+    what to do, instead of one per fit.
+    """
+    said = set()
     for candidate in candidates:
-        findings = tuple(check_pipeline(candidate, warn=False))
-        if findings and findings not in seen:
-            seen.add(findings)
-            check_pipeline(candidate, warn=True)
+        model = type(final_estimator(candidate)).__name__
+        for finding in check_pipeline(candidate, warn=False):
+            if (finding, model) not in said:
+                said.add((finding, model))
+                warn_leaks([finding], model, n_fits=n_fits, stacklevel=3)
 
 
 def _rdp_total(by_size, memberships, n_samples, refit, delta):
@@ -286,13 +317,12 @@ def _search_inputs(estimator, param_grid, cv, refit, delta):
 
 
 def _candidates(estimator, grid):
-    """Every candidate of ``grid``, each checked; leak warnings once each."""
+    """Every candidate of ``grid``, each checked."""
     candidates = [clone(estimator).set_params(**p) for p in ParameterGrid(grid)]
     if not candidates:
         raise ValueError("param_grid has no candidate.")
     for candidate in candidates:
         check_candidate(candidate)
-    _warn_leaks([estimator, *candidates])
     return candidates
 
 
@@ -342,7 +372,8 @@ def search_privacy(
     :class:`~skdp.preprocessing.DPStandardScaler` in front as well as the
     model, and the Pipeline is checked for steps that read the private data
     (:func:`skdp.pipeline.check_pipeline`, one
-    :class:`~skdp.exceptions.PrivacyLeakWarning` per step).
+    :class:`~skdp.exceptions.PrivacyLeakWarning` per step, said once for the
+    whole search).
 
     The spend of one fit depends only on its parameters and its number of rows
     (public), never on the data, so the whole search can be accounted without
@@ -364,8 +395,12 @@ def search_privacy(
     folds that do not depend on the data: pass the same ``KFold`` to the
     search (``GridSearchCV(..., cv=KFold(5))``). An integer ``cv`` in
     ``GridSearchCV`` means ``StratifiedKFold`` for a classifier, whose folds
-    follow the private labels; this function then warns, as it accounts
-    ``KFold`` folds (skdp's :class:`PrivateGridSearchCV` runs ``KFold``).
+    follow the private labels. So, with ``cv=5``: ``search_privacy(est,
+    grid, cv=5)`` accounts ``KFold(5)``, exactly what
+    ``PrivateGridSearchCV(est, grid, cv=5)`` runs, and warns for a
+    classifier (a ``GridSearchCV`` given the same ``cv=5`` would not run
+    it); ``search_privacy(GridSearchCV(est, grid, cv=5))`` over a classifier
+    is refused, since that search runs ``StratifiedKFold(5)``.
     A search cannot be accounted under add/remove (adding a row moves the
     fold boundaries, so a training set changes by more than that row), but
     candidates with ``neighbouring="add-remove"`` are accepted: a fit that is
@@ -396,7 +431,9 @@ def search_privacy(
         ``DPStandardScaler`` or have a ``privacy_plan``), or a
         ``GridSearchCV`` / ``RandomizedSearchCV`` over either (then
         ``param_grid``, ``cv`` and ``refit`` must not be given: they are read
-        from it; a randomized search needs an integer ``random_state``).
+        from it; a randomized search needs an integer ``random_state``, and
+        scikit-learn's searches over a classifier a splitter, not an integer
+        ``cv``, which would mean ``StratifiedKFold``).
         A :class:`~skdp.fairness.DPSaddlePointClassifier` needs its ``groups``
         declared.
     param_grid : dict, list of dicts or None, default=None
@@ -407,9 +444,12 @@ def search_privacy(
         Rows passed to the search.
     cv : int, KFold, RepeatedKFold or None, default=None
         The search's folds. ``None`` means 5; an integer ``k`` means
-        ``KFold(k)``. Every other splitter is refused: those whose folds
-        depend on the labels or groups (``StratifiedKFold``, ``GroupKFold``,
-        ...), and the others, which are not accounted here
+        ``KFold(k)`` (what skdp's private searches run for ``cv=k``; a
+        :class:`~skdp.exceptions.PrivacyLeakWarning` for a classifier says
+        that scikit-learn's searches would run ``StratifiedKFold(k)``).
+        Every other splitter is refused: those whose folds depend on the
+        labels or groups (``StratifiedKFold``, ``GroupKFold``, ...), and the
+        others, which are not accounted here
         (``ShuffleSplit``, ...).
     n_classes : int or None, default=None
         ``None``: the estimator's declared ``classes``. Without them each
@@ -439,7 +479,8 @@ def search_privacy(
     ------
     TypeError
         If the estimator (or a DP step of the Pipeline) cannot be planned,
-        the folds are not accounted, or a search object comes with
+        the folds are not accounted (a scikit-learn search over a classifier
+        with an integer ``cv`` included), or a search object comes with
         ``param_grid``, ``cv`` or ``refit``.
     ValueError
         If the grid names a parameter the estimator does not have, has no
@@ -466,6 +507,8 @@ def search_privacy(
     n_samples = int(n_samples)
     fold_sizes = _fold_sizes(n_samples, cv, estimator)
     candidates = _candidates(estimator, grid)
+    n_fits = len(candidates) * sum(map(len, fold_sizes)) + int(refit)
+    _warn_leaks([estimator, *candidates], n_fits)
     worst_classes = n_classes is None and any(map(undeclared_classes, candidates))
     if worst_classes:
         _warn_worst_classes()

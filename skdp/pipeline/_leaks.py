@@ -7,7 +7,23 @@ from sklearn.pipeline import FeatureUnion, Pipeline
 
 from ..exceptions import PrivacyLeakWarning
 
-__all__ = ["check_pipeline", "final_estimator", "is_private"]
+__all__ = [
+    "LEAK_WARNING_START",
+    "check_pipeline",
+    "final_estimator",
+    "is_private",
+    "warn_leaks",
+]
+
+#: How every leak warning of a Pipeline step begins: a search that has said
+#: them once silences its fits' repeats by it.
+LEAK_WARNING_START = "Pipeline step "
+
+_WHAT_TO_DO = (
+    "Declare the public facts instead (skdp.preprocessing.SchemaEncoder, "
+    "BoundedScaler, OneHotEncoder(categories=[...])) or use a private step "
+    "(DPStandardScaler)."
+)
 
 # Whole scikit-learn modules whose transformers are fitted on the data.
 _READING_MODULES = {
@@ -209,15 +225,36 @@ def check_pipeline(pipe, *, warn=True):
         if reason is not None:
             findings.append(("__".join(path), reason))
     if warn:
-        model = type(final_estimator(pipe)).__name__
-        for path, reason in findings:
-            warnings.warn(
-                f"Pipeline step {path!r} ({reason}) is fitted on the private data "
-                f"before {model}: its privacy_spent_ does not cover that read. "
-                "Declare the public facts instead (skdp.preprocessing."
-                "SchemaEncoder, BoundedScaler, OneHotEncoder(categories=[...])) "
-                "or use a private step (DPStandardScaler).",
-                PrivacyLeakWarning,
-                stacklevel=2,
-            )
+        warn_leaks(findings, type(final_estimator(pipe)).__name__, stacklevel=2)
     return findings
+
+
+def warn_leaks(findings, model, *, n_fits=None, stacklevel=2):
+    """One :class:`~skdp.exceptions.PrivacyLeakWarning` per finding, with what to do.
+
+    Parameters
+    ----------
+    findings : list of (str, str)
+        ``(step, reason)`` as :func:`check_pipeline` returns them.
+    model : str
+        The private estimator's class name.
+    n_fits : int or None, default=None
+        ``None``: one fit (a Pipeline's ``fit``). Otherwise the number of
+        fits of a search, each of which reads the data so: the warning is
+        said once for all of them.
+    stacklevel : int, default=2
+        As for :func:`warnings.warn` called where ``warn_leaks`` is called.
+    """
+    for path, reason in findings:
+        if n_fits is None:
+            where, spent = "", "its privacy_spent_ does not"
+        else:
+            where = f" in each of the search's {n_fits} fits"
+            spent = "the search's total privacy_spent_ does not"
+        tail = "" if n_fits is None else " Said once for the whole search."
+        warnings.warn(
+            f"{LEAK_WARNING_START}{path!r} ({reason}) is fitted on the private data "
+            f"before {model}{where}: {spent} cover that read. {_WHAT_TO_DO}{tail}",
+            PrivacyLeakWarning,
+            stacklevel=stacklevel + 1,
+        )

@@ -1,6 +1,7 @@
 """A DataFrame in, a private model out: the schema drives the whole Pipeline."""
 
 import inspect
+from collections import Counter
 
 import numpy as np
 from sklearn import get_config
@@ -69,48 +70,64 @@ def _agrees(param, value, declared):
 
 
 def make_private_pipeline(
-    schema, estimator, *, numeric="scale", handle_unknown="error"
+    schema, *steps, estimator=None, numeric="scale", handle_unknown="error"
 ):
     """A Pipeline from a raw table to a private model, driven by one schema.
 
     The first step is a :class:`~skdp.preprocessing.SchemaEncoder` on
-    ``schema``; the second a clone of ``estimator`` whose public inputs come
-    from the same declaration: ``row_norm`` is the encoder's bound (the
-    largest norm an encoded row can have) where the estimator's plan reads
-    one (not for Poisson batches, bounded by clipping alone), ``classes``
-    the schema's classes
-    and, for an estimator with ``groups`` (``DPSaddlePointClassifier``), the
-    categories of the schema's sensitive column. Nothing is computed by hand
-    or read from the data.
+    ``schema``; then clones of ``steps``, as
+    :func:`sklearn.pipeline.make_pipeline` takes them, the last one the
+    private estimator (``make_private_pipeline(schema, model)``, or
+    ``make_private_pipeline(schema, scaler, model)``). The estimator's
+    public inputs come from the same declaration: ``classes`` the schema's
+    classes and, for an estimator with ``groups``
+    (``DPSaddlePointClassifier``), the categories of the schema's sensitive
+    column; ``row_norm`` is the encoder's bound (the largest norm an
+    encoded row can have) where the estimator's plan reads one (not for
+    Poisson batches, bounded by clipping alone) and the estimator follows
+    the encoder directly. A step in between changes the rows, so the
+    encoder's bound no longer holds: ``row_norm`` is then left as you set
+    it. Nothing is computed by hand or read from the data.
 
     Parameters
     ----------
     schema : TableSchema or mapping
-    estimator : estimator
-        A private skdp estimator (``DPLogisticRegression``,
-        ``DPSaddlePointClassifier``...). It is cloned; yours is not changed.
-        A parameter left at its default takes the schema's value; an
-        explicit value that differs from it is refused.
+    *steps : estimators
+        The steps after the encoder, the private estimator last
+        (``DPLogisticRegression``, ``DPSaddlePointClassifier``...); each is
+        cloned, yours are not changed. A public input of the estimator
+        left at its default takes the schema's value; an explicit value
+        that differs from it is refused. Steps that read the private data
+        (a ``StandardScaler``...) get a
+        :class:`~skdp.exceptions.PrivacyLeakWarning` when the Pipeline is
+        fitted.
+    estimator : estimator or None, default=None
+        The private estimator, by keyword (``make_private_pipeline(schema,
+        estimator=model)``): appended after ``steps``.
     numeric, handle_unknown : str
         Passed to the :class:`~skdp.preprocessing.SchemaEncoder`.
 
     Returns
     -------
     PrivatePipeline
-        Steps ``"schemaencoder"`` and the estimator's lower-cased class name
-        (as :func:`sklearn.pipeline.make_pipeline` names them), so a grid
-        over ``dplogisticregression__epsilon`` works.
+        Steps ``"schemaencoder"`` and each step's lower-cased class name
+        (as :func:`sklearn.pipeline.make_pipeline` names them, ``-1``,
+        ``-2``... added to repeated names), so a grid over
+        ``dplogisticregression__epsilon`` works.
 
     Raises
     ------
+    TypeError
+        If no estimator is given.
     ValueError
-        If an explicit ``row_norm``, ``classes`` or ``groups`` of
-        ``estimator`` conflicts with the schema.
+        If an explicit ``row_norm``, ``classes`` or ``groups`` of the
+        estimator conflicts with the schema.
 
     Examples
     --------
     >>> from skdp import DPLogisticRegression, TableSchema
     >>> from skdp.pipeline import make_private_pipeline
+    >>> from skdp.preprocessing import DPStandardScaler
     >>> schema = TableSchema({"age": (17, 90), "sex": ["F", "M"], "y": [0, 1]},
     ...                      target="y", classes=[0, 1])
     >>> pipe = make_private_pipeline(schema, DPLogisticRegression(epsilon=1.0))
@@ -119,22 +136,59 @@ def make_private_pipeline(
     >>> cyclic = DPLogisticRegression(epsilon=1.0, batch_sampling="cyclic")
     >>> round(make_private_pipeline(schema, cyclic)[-1].row_norm, 4)
     1.4142
+    >>> scaled = make_private_pipeline(
+    ...     schema, DPStandardScaler(bounds=(-1, 1)), DPLogisticRegression()
+    ... )
+    >>> list(scaled.named_steps)
+    ['schemaencoder', 'dpstandardscaler', 'dplogisticregression']
     """
+    steps = [*steps] if estimator is None else [*steps, estimator]
+    if not steps or isinstance(steps[-1], str) or steps[-1] is None:
+        raise TypeError(
+            "make_private_pipeline needs the private estimator, last: "
+            "make_private_pipeline(schema, [steps, ...,] estimator)."
+        )
     table = _as_schema(schema)
     encoder = SchemaEncoder(schema, numeric=numeric, handle_unknown=handle_unknown)
-    est = clone(estimator)
-    name = type(est).__name__
+    steps = [
+        step if isinstance(step, str) or step is None else clone(step) for step in steps
+    ]
+    est = steps[-1]
     updates = {}
     current = est.get_params(deep=False)
-    for param, declared in _public_inputs(table, encoder, est).items():
+    inputs = _public_inputs(table, encoder, est)
+    if len(steps) > 1:
+        inputs.pop("row_norm", None)  # a step in between changes the rows
+    for param, declared in inputs.items():
         value = current[param]
         default = _default(est, param)
         if value is None or (value is default or _is_default(value, default)):
             updates[param] = declared
         elif not _agrees(param, value, declared):
-            raise _conflict(name, param, value, declared)
+            raise _conflict(type(est).__name__, param, value, declared)
     est.set_params(**updates)
-    return PrivatePipeline([("schemaencoder", encoder), (name.lower(), est)])
+    return PrivatePipeline(_named([encoder, *steps]))
+
+
+def _named(steps):
+    """``(name, step)`` pairs named as :func:`sklearn.pipeline.make_pipeline` does.
+
+    Each step is named by its lower-cased class name (a string step by
+    itself); a name given to several steps gets ``-1``, ``-2``... in order.
+    """
+    names = [
+        step.lower() if isinstance(step, str) else type(step).__name__.lower()
+        for step in steps
+    ]
+    counts = Counter(names)
+    seen = Counter()
+    named = []
+    for name, step in zip(names, steps, strict=True):
+        if counts[name] > 1:
+            seen[name] += 1
+            name = f"{name}-{seen[name]}"
+        named.append((name, step))
+    return named
 
 
 def _is_default(value, default):
@@ -191,7 +245,7 @@ class PrivatePipeline(Pipeline):
       (:func:`check_pipeline`);
     - when the first step is a :class:`~skdp.preprocessing.SchemaEncoder`:
       checks that the frame has the declared columns and the labels are
-      declared classes, and that the next step's public inputs (``row_norm``
+      declared classes, and that the last step's public inputs (``row_norm``
       when it follows the encoder directly, ``classes``, ``groups``) agree
       with the schema;
     - passes the schema's sensitive column to the final step as
@@ -234,10 +288,9 @@ class PrivatePipeline(Pipeline):
         SchemaEncoder._check_layout(schema, X)
         if y is not None:
             schema.check_labels(y)
-        est = self.steps[1][1]
-        if est is None or isinstance(est, str):
+        name, est = self.steps[-1]
+        if est is None or isinstance(est, str) or est is encoder:
             return
-        name = self.steps[1][0]
         current = est.get_params(deep=False)
         for param, declared in _public_inputs(schema, encoder, est).items():
             if param == "row_norm" and len(self.steps) != 2:

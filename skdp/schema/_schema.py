@@ -6,6 +6,7 @@ missing, the label classes and the sensitive-group column. It is never read
 from the data; the data are checked against it.
 """
 
+import difflib
 import math
 import numbers
 from collections.abc import Mapping
@@ -15,7 +16,37 @@ import numpy as np
 
 from ..utils._validation import MAGNITUDE_LIMIT
 
-__all__ = ["Categorical", "Numeric", "TableSchema", "as_column"]
+__all__ = ["Categorical", "Numeric", "TableSchema", "as_column", "did_you_mean"]
+
+
+def did_you_mean(name, names):
+    """A hint naming the entries of ``names`` closest to ``name``, or ``""``.
+
+    For an error about a declared column the table does not have: a typo
+    (``"educaton"``) gets ``"; did you mean 'education'?"``. Only string
+    names are compared (:func:`difflib.get_close_matches`, its default
+    cutoff of 0.6), so integer column positions get no hint.
+
+    Parameters
+    ----------
+    name : hashable
+        The declared name that was not found.
+    names : iterable of hashable
+        The names the table has.
+
+    Returns
+    -------
+    str
+        ``"; did you mean 'a'?"`` or ``"; did you mean 'a' or 'b'?"``, or
+        ``""`` when nothing is close.
+    """
+    if not isinstance(name, str):
+        return ""
+    strings = [other for other in names if isinstance(other, str)]
+    close = difflib.get_close_matches(name, strings, n=3)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(other) for other in close) + "?"
 
 
 @dataclass(frozen=True)
@@ -226,13 +257,25 @@ class TableSchema:
         return dict(self.columns)
 
     def check_columns(self, names):
-        """Raise ``ValueError`` naming the first feature missing from ``names``."""
+        """Raise ``ValueError`` naming the features missing from ``names``.
+
+        Each missing feature comes with the table's closest undeclared column
+        names, if any: ``column 'educaton' is not in the table; did you mean
+        'education'?``.
+        """
+        names = list(names)
         present = set(names)
         missing = [name for name in self.features if name not in present]
         if missing:
+            undeclared = [name for name in names if name not in self.columns]
+            found = " ".join(
+                f"Column {name!r} is declared in the schema but is not in the "
+                f"table{did_you_mean(name, undeclared) or '.'}"
+                for name in missing
+            )
             raise ValueError(
-                f"Column {missing[0]!r} is declared in the schema but missing from "
-                f"the data (missing: {missing!r})."
+                f"{found} Rename the column in the schema or in the table "
+                f"(missing: {missing!r})."
             )
 
     def check_labels(self, y):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..schema import Categorical, Numeric, TableSchema, as_column
+from ..schema._schema import did_you_mean
 
 #: The level that undeclared categories are mapped to (``handle_unknown="other"``).
 OTHER = "other"
@@ -221,8 +222,15 @@ def check_domain_keys(domain, keys):
     """Refuse a domain that names columns the table does not have."""
     unknown = [key for key in domain.keys() if key not in keys]
     if unknown:
+        undeclared = [key for key in keys if key not in domain]
+        hints = "".join(
+            f" Column {key!r} is not in the table{did_you_mean(key, undeclared)}"
+            for key in unknown
+            if did_you_mean(key, undeclared)
+        )
         raise ValueError(
-            f"domain names columns {unknown!r} that are not in X (columns: {keys!r})."
+            f"domain names columns {unknown!r} that are not in X (columns: "
+            f"{keys!r}).{hints}"
         )
 
 
@@ -246,7 +254,8 @@ def build_specs(
         on neither the data nor their dtypes.
     handle_unknown : {"error", "other"}, default="error"
         ``"other"``: every categorical column gets the extra level
-        :data:`OTHER` for undeclared values.
+        :data:`OTHER` for undeclared values; a column that declares
+        :data:`OTHER` itself is refused (the two would be merged).
     inferred : mapping or None
         Domains learned privately (see :func:`infer_numeric_bounds`), used for
         the columns that ``domain`` leaves out.
@@ -317,7 +326,15 @@ def _categorical_spec(key, categories, dtype, handle_unknown):
         raise ValueError(f"Domain of column {key!r} lists no categories.")
     if len(set(categories)) != len(categories):
         raise ValueError(f"Domain of column {key!r} repeats a category.")
-    other = handle_unknown == "other" and OTHER not in categories
+    other = handle_unknown == "other"
+    if other and OTHER in categories:
+        raise ValueError(
+            f"Domain of column {key!r} declares a category {OTHER!r}, the level "
+            f"that handle_unknown='other' maps undeclared values to: they would "
+            f"be merged with the real {OTHER!r} rows. Rename that category "
+            "(recode the column and its domain before fitting), or keep "
+            "handle_unknown='error'."
+        )
     if getattr(dtype, "name", None) == "category":
         absent = [c for c in categories if c not in set(dtype.categories)]
         if absent:
@@ -365,7 +382,7 @@ def _encode_categorical(spec, values, handle_unknown):
     """Codes of a categorical column and how many values were undeclared."""
     lookup = {category: code for code, category in enumerate(spec.categories)}
     if handle_unknown == "other":
-        lookup.setdefault(OTHER, spec.n_values)
+        lookup[OTHER] = spec.n_values  # never a declared category (_categorical_spec)
     codes = np.empty(values.shape[0], dtype=np.int64)
     n_unknown = 0
     for i, value in enumerate(values):

@@ -156,7 +156,9 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
     handle_unknown : {"error", "other"}, default="error"
         ``"other"``: every categorical column gets the level ``"other"``,
         which undeclared values are mapped to (one warning per fit says
-        how many); ``"error"``: refuse them.
+        how many); a domain that already lists ``"other"`` as a category is
+        refused (its rows and the undeclared ones would be merged): rename
+        that category. ``"error"``: refuse undeclared values.
     infer_domain : float in (0, 1) or None, default=None
         Share of the budget (in zCDP terms) spent to learn the range of the
         numeric columns missing from ``domain`` (a noisy histogram each).
