@@ -68,7 +68,7 @@ def _as_array(values, name, *, ndim):
     import dask.dataframe as dd
 
     if isinstance(values, (dd.DataFrame, dd.Series)):
-        values = values.to_dask_array()
+        values = values.map_partitions(_partition_values, meta=_meta(values))
     elif not isinstance(values, da.Array):
         if name == "X":
             raise ValueError(
@@ -82,6 +82,18 @@ def _as_array(values, name, *, ndim):
             f"got shape {values.shape}."
         )
     return values
+
+
+def _partition_values(part):
+    """A pandas partition's values as a NumPy array (its own dtype)."""
+    return part.to_numpy()
+
+
+def _meta(values):
+    """An empty array standing for a frame's or a series' values (dtype a guess)."""
+    dtypes = list(values.dtypes) if values.ndim == 2 else [values.dtype]
+    numeric = all(isinstance(d, np.dtype) and d.kind in "biuf" for d in dtypes)
+    return np.empty((0,) * values.ndim, dtype=float if numeric else object)
 
 
 def _check_lengths(X, y, sample_weight):
