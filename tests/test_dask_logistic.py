@@ -320,8 +320,8 @@ def test_dask_stays_optional_for_in_memory_fits():
         "import sys, numpy as np\n"
         "from skdp import DPLogisticRegression\n"
         "X = np.random.default_rng(0).normal(size=(50, 2)); y = X[:, 0] > 0\n"
-        "DPLogisticRegression(epsilon=None, noise_multiplier=1.0, calibration_share=0,\n"
-        "    classes=[False, True], epochs=1).fit(X, y)\n"
+        "DPLogisticRegression(epsilon=None, noise_multiplier=1.0,\n"
+        "    calibration_share=0, classes=[False, True], epochs=1).fit(X, y)\n"
         "print(sorted(k for k in sys.modules if k.split('.')[0] == 'dask'))\n"
     )
     out = subprocess.run(
