@@ -381,34 +381,39 @@ class _HeldSums:
 def _aligned_blocks(X, y, sample_weight):
     """Delayed blocks of ``X`` (whole rows), ``y`` and the weights, aligned.
 
-    A vector with known chunks is rechunked like the rows of ``X``; with
-    unknown chunk sizes (a frame's partitions) it must have as many blocks
-    as ``X``, and each partition checks that its lengths agree. A NumPy
-    vector is cut like ``X`` (whose chunk sizes are then computed if
-    unknown: a pass that returns only their lengths).
+    A vector with known chunks is rechunked like the rows of ``X``. With
+    unknown chunk sizes (a frame's partitions) a vector with as many blocks
+    as ``X`` is taken block for block, and each partition checks that its
+    lengths agree; otherwise (a NumPy vector, or a frame whose partitions
+    Dask laid out differently, as it may for a read of a few Parquet
+    columns) the chunk sizes are computed first (a pass returning only
+    lengths) and the vector is rechunked like ``X``.
     """
     import dask.array as da
 
     X = X.rechunk({1: -1})
-    if any(np.isnan(X.chunks[0])) and not all(
-        isinstance(v, da.Array) for v in (y, sample_weight) if v is not None
-    ):
+    vectors = [
+        v if v is None or isinstance(v, da.Array) else np.asarray(v)
+        for v in (y, sample_weight)
+    ]
+    block_for_block = all(
+        isinstance(v, da.Array) and v.numblocks[0] == X.numblocks[0]
+        for v in vectors
+        if v is not None
+    )
+    if any(np.isnan(X.chunks[0])) and not block_for_block:
         X = X.compute_chunk_sizes()
     blocks = [list(np.ravel(X.to_delayed()))]
-    for v in (y, sample_weight):
+    for v in vectors:
         if v is None:
             blocks.append([None] * len(blocks[0]))
             continue
         if not isinstance(v, da.Array):
-            v = da.from_array(np.asarray(v), chunks=(X.chunks[0],))
-        elif not (any(np.isnan(v.chunks[0])) or any(np.isnan(X.chunks[0]))):
+            v = da.from_array(v, chunks=(X.chunks[0],))
+        elif not any(np.isnan(X.chunks[0])):
+            if any(np.isnan(v.chunks[0])):
+                v = v.compute_chunk_sizes()
             v = v.rechunk((X.chunks[0],))
-        if v.numblocks[0] != X.numblocks[0]:
-            raise ValueError(
-                f"X has {X.numblocks[0]} partitions and a vector given with "
-                f"it {v.numblocks[0]}: with unknown partition lengths, take "
-                "X, y and sample_weight from the same partitions."
-            )
         blocks.append(list(np.ravel(v.to_delayed())))
     return list(zip(*blocks, strict=True))
 
