@@ -493,8 +493,16 @@ default="poisson"
         Parameters
         ----------
         X : array-like or memmap of shape (n_samples, n_features)
-            A memmap is read batch by batch, never copied whole.
+            A memmap is read batch by batch, never copied whole. Or a 2-D
+            ``dask.array.Array`` (or ``dask.dataframe.DataFrame`` of numeric
+            columns), with declared ``classes``: the partitions are held on
+            the workers, which return only sums (each step's clipped
+            gradient sum, validation counts, the floor's sums); the model is
+            the in-memory one up to the order of float sums, with the same
+            events (docs/guide/dask.md).
         y : array-like of shape (n_samples,)
+            With a Dask ``X``: a Dask array or series from the same
+            partitions, or an array.
         sample_weight : array-like of shape (n_samples,) or None
             Weights in [0, 1] (they scale a record's gradient down, so the
             privacy guarantee is unchanged); larger weights are refused.
