@@ -157,10 +157,12 @@ def fit_on_cluster(directory, rows, workers, memory_limit, batch_size, epochs):
 
     files = _files(directory, rows)
     timing = _Timing()
-    # Held partitions are read at every step: never spilled to disk.
+    # Held partitions are read at every step: never spilled to disk, and a
+    # worker is not paused for holding them (it would stall every step).
     config = {
         "distributed.worker.memory.target": False,
         "distributed.worker.memory.spill": False,
+        "distributed.worker.memory.pause": False,
     }
     with (
         dask.config.set(config),
