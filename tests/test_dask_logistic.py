@@ -131,6 +131,17 @@ def test_fit_on_a_local_cluster_is_the_in_memory_fit():
     _assert_same_fit(a, b)
 
 
+def test_labels_in_other_partitions_than_x_are_aligned():
+    """Unknown partition lengths and another layout: lengths computed, y moved."""
+    X, y = _data()
+    frame = dd.from_pandas(pd.DataFrame(X), npartitions=4)
+    features = frame.map_partitions(lambda p: p.to_numpy(), meta=np.empty((0, 4)))
+    labels = dd.from_pandas(pd.Series(y), npartitions=3)
+    a = _model().fit(X, y)
+    b = _model().fit(features, labels)
+    _assert_same_fit(a, b)
+
+
 def test_schema_encoder_on_a_dask_frame_feeds_the_fit():
     rng = np.random.default_rng(2)
     frame = pd.DataFrame(
