@@ -114,9 +114,14 @@ def test_labels_and_weights_given_in_memory_are_cut_like_x():
     _assert_same_fit(a, b)
 
 
-def test_fit_on_a_local_cluster_is_the_in_memory_fit():
+def test_fit_on_a_local_cluster_is_the_in_memory_fit(monkeypatch):
     distributed = pytest.importorskip("distributed")
     X, y = _data()
+    used = []
+    find = _dask._active_client
+    monkeypatch.setattr(
+        _dask, "_active_client", lambda: used.append(find()) or used[-1]
+    )
     with (
         distributed.LocalCluster(
             n_workers=2,
@@ -127,6 +132,7 @@ def test_fit_on_a_local_cluster_is_the_in_memory_fit():
         distributed.Client(cluster),
     ):
         b = _model(batch_sampling="shuffle", epochs=1).fit(*_chunked(X, y))
+    assert isinstance(used[0], distributed.Client)  # run on the cluster's workers
     a = _model(batch_sampling="shuffle", epochs=1).fit(X, y)
     _assert_same_fit(a, b)
 

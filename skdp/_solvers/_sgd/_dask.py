@@ -230,14 +230,19 @@ def partition_derivatives(part, W, anchor, row_norm, fit_intercept, policy):
 
 
 def _active_client():
-    """The active ``distributed.Client``, or None (never imports distributed)."""
+    """The ``distributed.Client`` Dask would compute on now, or None.
+
+    None under a local scheduler, including one set with
+    ``dask.config.set(scheduler=...)`` while a client exists; never imports
+    distributed.
+    """
     distributed = sys.modules.get("distributed")
     if distributed is None:
         return None
-    try:
-        return distributed.default_client()
-    except ValueError:
-        return None
+    import dask
+
+    client = getattr(dask.base.get_scheduler(), "__self__", None)
+    return client if isinstance(client, distributed.Client) else None
 
 
 class HeldRows:
