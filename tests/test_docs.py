@@ -64,6 +64,7 @@ BENCHMARK_HEADINGS = (
     "Synthetic data",
     "Synthetic data on the panel",
     "Balls-and-bins batches",
+    "Logistic regression on Dask",
 )
 # A pointer into the benchmarks page: ``docs/benchmarks.md, "Heading"``,
 # ``{doc}`benchmarks`, "Heading"`` or ``{doc}`benchmarks` ("Heading")``,

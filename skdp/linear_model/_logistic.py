@@ -17,6 +17,7 @@ from .._solvers._sgd import (
     run_logistic_sgd,
     schedule_run,
 )
+from .._solvers._sgd._dask import HeldRows, run_logistic_sgd_dask
 from ..accounting import account
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
@@ -27,6 +28,7 @@ from ..utils._validation import (
 )
 from . import _budget
 from ._base import LinearClassifierPredictMixin
+from ._dask import held_fit_inputs, is_dask_collection
 
 __all__ = ["DPLogisticRegression"]
 
@@ -35,8 +37,8 @@ __all__ = ["DPLogisticRegression"]
 class _FitData:
     """A fit's validated inputs."""
 
-    X: np.ndarray
-    codes: np.ndarray
+    X: np.ndarray  # or HeldRows: partitions held on Dask workers
+    codes: np.ndarray | None
     classes: np.ndarray
     sample_weight: np.ndarray | None
 
@@ -491,8 +493,16 @@ default="poisson"
         Parameters
         ----------
         X : array-like or memmap of shape (n_samples, n_features)
-            A memmap is read batch by batch, never copied whole.
+            A memmap is read batch by batch, never copied whole. Or a 2-D
+            ``dask.array.Array`` (or ``dask.dataframe.DataFrame`` of numeric
+            columns), with declared ``classes``: the partitions are held on
+            the workers, which return only sums (each step's clipped
+            gradient sum, validation counts, the floor's sums); the model is
+            the in-memory one up to the order of float sums, with the same
+            events (docs/guide/dask.md).
         y : array-like of shape (n_samples,)
+            With a Dask ``X``: a Dask array or series from the same
+            partitions, or an array.
         sample_weight : array-like of shape (n_samples,) or None
             Weights in [0, 1] (they scale a record's gradient down, so the
             privacy guarantee is unchanged); larger weights are refused.
@@ -501,7 +511,18 @@ default="poisson"
         -------
         self : DPLogisticRegression
         """
+        if is_dask_collection(X):
+            return self._fit_private(self._dask_validated(X, y, sample_weight))
         return self._fit_private(self._validated(X, y, sample_weight))
+
+    def _dask_validated(self, X, y, sample_weight):
+        """A Dask fit's inputs: held on the workers, checked from their sums."""
+        self._check_settings()
+        held, classes = held_fit_inputs(X, y, sample_weight, self.classes)
+        self.n_features_in_ = held.shape[1]
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return _FitData(held, None, classes, None)
 
     def _validated(self, X, y, sample_weight):
         """The fit's inputs, checked against their public bounds."""
@@ -553,6 +574,18 @@ default="poisson"
         return schedule_run(plan.run, noise_multiplier, n_params, self._policy)
 
     def _run(self, schedule, noise_multiplier, data, rng):
+        if isinstance(data.X, HeldRows):
+            return run_logistic_sgd_dask(
+                data.X,
+                schedule.plan,
+                noise_multiplier,
+                steps=schedule.steps,
+                row_norm=self._loss_row_norm(),
+                fit_intercept=self.fit_intercept,
+                rng=rng,
+                verbose=self.verbose,
+                policy=self._policy,
+            )
         return run_logistic_sgd(
             data.X,
             data.codes,

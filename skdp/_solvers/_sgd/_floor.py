@@ -19,9 +19,13 @@ from ._plan import UNBOUNDED_ROW_NORM
 from ._policy import DEFAULT_POLICY
 
 __all__ = [
+    "RowSums",
     "anchor_logits",
+    "calibrate_from_sums",
     "calibrate_probabilities",
     "fit_temperature",
+    "noisy_log_prior",
+    "pick_temperature",
     "public_shrinkage",
     "release_log_prior",
     "tail_noise_variance",
@@ -83,7 +87,13 @@ def release_log_prior(codes, n_classes, std, rng):
     -------
     ndarray of shape (n_classes,)
     """
-    counts = np.bincount(codes, minlength=n_classes).astype(float)
+    counts = np.bincount(codes, minlength=n_classes)
+    return noisy_log_prior(counts, n_classes, std, rng)
+
+
+def noisy_log_prior(counts, n_classes, std, rng):
+    """:func:`release_log_prior` from the class counts (summed anywhere)."""
+    counts = np.asarray(counts).astype(float)
     noisy = counts + rng.normal(0.0, std, size=n_classes)
     prior = np.maximum(noisy, 1.0)
     prior /= prior.sum()
@@ -231,6 +241,11 @@ def fit_temperature(
     derivative = _temperature_derivatives(
         X, codes, W, anchor, row_norm, fit_intercept, policy
     )
+    return pick_temperature(derivative, std, rng, start=start, policy=policy)
+
+
+def pick_temperature(derivative, std, rng, *, start=1.0, policy=DEFAULT_POLICY):
+    """:func:`fit_temperature` from the summed derivatives (summed anywhere)."""
     noisy = derivative + rng.normal(0.0, std, size=derivative.shape)
     grid = np.asarray(policy.floor_grid)
     ref = int(np.argmin(np.abs(grid - start)))
@@ -268,11 +283,68 @@ def calibrate_probabilities(
     anchor is the uniform prediction (logits 0). ``steps``: those the run
     took (default: the plan's own).
     """
+    sums = RowSums(X, codes)
+    return calibrate_from_sums(
+        sums,
+        W,
+        plan,
+        noise_multiplier,
+        row_norm=row_norm,
+        fit_intercept=fit_intercept,
+        rng=rng,
+        steps=steps,
+        policy=policy,
+    )
+
+
+class RowSums:
+    """The two sums over the rows the floor reads, from rows in memory.
+
+    Any object with these two methods will do
+    (:func:`calibrate_from_sums`): a Dask run sums them over partitions.
+    """
+
+    def __init__(self, X, codes):
+        self.X, self.codes = X, codes
+
+    def class_counts(self, n_classes):
+        """Number of rows of each class."""
+        return np.bincount(self.codes, minlength=n_classes)
+
+    def temperature_derivatives(self, W, anchor, row_norm, fit_intercept, policy):
+        """Sum over the rows of each row's vector of loss derivatives on the grid."""
+        return _temperature_derivatives(
+            self.X, self.codes, W, anchor, row_norm, fit_intercept, policy
+        )
+
+
+def calibrate_from_sums(
+    sums,
+    W,
+    plan,
+    noise_multiplier,
+    *,
+    row_norm,
+    fit_intercept,
+    rng,
+    steps=None,
+    policy=DEFAULT_POLICY,
+):
+    """:func:`calibrate_probabilities` reading the rows only through ``sums``.
+
+    ``sums`` has ``class_counts(n_classes)`` and
+    ``temperature_derivatives(W, anchor, row_norm, fit_intercept, policy)``
+    (:class:`RowSums`): the only two reads of the rows, both sums of
+    per-row terms, so they may be summed where the rows are.
+    """
     n_classes = plan.n_classes
     budget = plan.calibration_noise
     if fit_intercept:
-        log_prior = release_log_prior(
-            codes, n_classes, budget / math.sqrt(policy.prior_weight), rng
+        log_prior = noisy_log_prior(
+            sums.class_counts(n_classes),
+            n_classes,
+            budget / math.sqrt(policy.prior_weight),
+            rng,
         )
         anchor = anchor_logits(log_prior)
         share = 1.0 - policy.prior_weight
@@ -282,16 +354,8 @@ def calibrate_probabilities(
     energy = tail_noise_variance(plan, noise_multiplier, steps)
     start = public_shrinkage(W, energy, fit_intercept, policy.shrink_strength)
     std = budget / math.sqrt(share) * temperature_bound(n_classes, policy)
-    a = fit_temperature(
-        X,
-        codes,
-        W,
-        anchor,
-        std,
-        row_norm=row_norm,
-        fit_intercept=fit_intercept,
-        rng=rng,
-        start=start,
-        policy=policy,
+    derivative = sums.temperature_derivatives(
+        W, anchor, row_norm, fit_intercept, policy
     )
+    a = pick_temperature(derivative, std, rng, start=start, policy=policy)
     return _anchored(W, anchor, a, fit_intercept)

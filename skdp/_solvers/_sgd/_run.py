@@ -2,7 +2,7 @@
 
 :func:`run_logistic_sgd` reads as its steps: check the plan fits the data,
 prepare the rows (:func:`~skdp._solvers._sgd._batches.training_rows`), take
-the noisy steps (:func:`_descend`: one batch, one clipped gradient sum, one
+the noisy steps (:func:`descend`: one batch, one clipped gradient sum, one
 SGD or SGLD update, the prox, the tail average), then the probability floor
 (:func:`~skdp._solvers._sgd._floor.calibrate_probabilities`) if planned.
 """
@@ -18,7 +18,14 @@ from ._plan import AMPLIFIED, UNBOUNDED_ROW_NORM, SGDSteps
 from ._policy import DEFAULT_POLICY
 from ._steps import UPDATES, LogisticLoss, clipped_gradient_sum, prox_and_project
 
-__all__ = ["SGDResult", "run_logistic_sgd"]
+__all__ = [
+    "SGDResult",
+    "check_row_count",
+    "descend",
+    "in_memory_gradient",
+    "initial_weights",
+    "run_logistic_sgd",
+]
 
 logger = logging.getLogger("skdp")
 
@@ -95,10 +102,10 @@ def run_logistic_sgd(
     -------
     SGDResult
     """
-    _check_rows(plan, X)
+    check_row_count(plan, X.shape[0])
     row_norm = UNBOUNDED_ROW_NORM if row_norm is None else row_norm
     steps = plan.steps if steps is None else steps
-    W = _initial_weights(plan, X.shape[1], fit_intercept, init)
+    W = initial_weights(plan, X.shape[1], fit_intercept, init)
     rows = training_rows(
         X,
         codes,
@@ -108,7 +115,7 @@ def run_logistic_sgd(
         row_norm=row_norm,
         fit_intercept=fit_intercept,
     )
-    W = _descend(W, rows, plan, steps, noise_multiplier, fit_intercept, rng, verbose)
+    W = descend(W, rows, plan, steps, noise_multiplier, fit_intercept, rng, verbose)
     if plan.calibration_noise is not None:
         W = calibrate_probabilities(
             rows.X,
@@ -125,16 +132,16 @@ def run_logistic_sgd(
     return SGDResult(W, plan.events(noise_multiplier), steps)
 
 
-def _check_rows(plan, X):
-    """Refuse a cyclic or shuffled plan made for another number of rows."""
-    if plan.sampling not in AMPLIFIED and plan.n_samples != X.shape[0]:
+def check_row_count(plan, n_rows):
+    """Refuse a cyclic or shuffled plan made for other than ``n_rows`` rows."""
+    if plan.sampling not in AMPLIFIED and plan.n_samples != n_rows:
         raise ValueError(
-            f"The plan is for {plan.n_samples} rows, X has {X.shape[0]}: cyclic "
+            f"The plan is for {plan.n_samples} rows, X has {n_rows}: cyclic "
             "and shuffled batches need the plan of the data's size."
         )
 
 
-def _initial_weights(plan, n_features, fit_intercept, init):
+def initial_weights(plan, n_features, fit_intercept, init):
     """The starting point: ``init`` (data-independent) or zeros."""
     n_outputs = 1 if plan.n_classes == 2 else plan.n_classes
     shape = (n_features + int(fit_intercept), n_outputs)
@@ -193,15 +200,43 @@ class _TailAverage:
         return self.total / self.count
 
 
-def _descend(W, rows, plan, steps, noise_multiplier, fit_intercept, rng, verbose):
-    """Take every noisy step from ``W``; return the average of the tail."""
+def in_memory_gradient(rows):
+    """The clipped gradient sum of a step, read from ``rows`` in memory.
+
+    Returns
+    -------
+    callable
+        ``(W, index, loss) -> ndarray``: the sum over the batch ``index`` of
+        ``rows`` (:func:`~skdp._solvers._sgd._batches.training_rows`).
+    """
+
+    def gradient(W, index, loss):
+        return clipped_gradient_sum(W, rows.batch(index), loss)
+
+    return gradient
+
+
+def descend(
+    W, rows, plan, steps, noise_multiplier, fit_intercept, rng, verbose, gradient=None
+):
+    """Take every noisy step from ``W``; return the average of the tail.
+
+    ``rows`` draws the batches (:func:`batch_indices` reads its ``n_rows``
+    and ``order``, and may call its ``arrange``); ``gradient(W, index,
+    loss)`` returns the batch's clipped gradient sum (default:
+    :func:`in_memory_gradient` of ``rows``). Every draw from ``rng`` (the
+    batches, the noise) is made here, in the same order whoever sums the
+    gradients.
+    """
+    if gradient is None:
+        gradient = in_memory_gradient(rows)
     rule = _StepRule.of(plan, steps, noise_multiplier)
     loss = LogisticLoss(plan.n_classes == 2, fit_intercept, steps.clip_norm)
     per_epoch = len(plan.batch_sizes)
     tail = _TailAverage(np.zeros_like(W))
     for step, index in batch_indices(plan, rng, rows):
         eta = rule.rates[step]
-        gradient_sum = clipped_gradient_sum(W, rows.batch(index), loss)
+        gradient_sum = gradient(W, index, loss)
         denominator = rule.denominators[step % per_epoch]
         W = rule.update(W, gradient_sum, eta, denominator, rule.l2, rule.noise_std, rng)
         if rule.prox:
