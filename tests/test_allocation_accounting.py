@@ -18,6 +18,7 @@ import pytest
 from scipy.special import logsumexp
 
 from skdp.accounting import (
+    GaussianSumEvent,
     PoissonGaussianEvent,
     RandomAllocationGaussianEvent,
     account,
@@ -274,6 +275,92 @@ def test_never_below_the_reference_lower_bound(z, steps, epochs, delta):
 @pytest.mark.parametrize("z, steps, epochs, delta", SLOW_GRID)
 def test_never_below_the_reference_lower_bound_full_grid(z, steps, epochs, delta):
     _check_against_reference(z, steps, epochs, delta)
+
+
+# --- with a Gaussian release (the probability floor) --------------------------
+
+# (z, steps, epochs, floor noise multiplier, delta)
+FLOOR_GRID = [
+    (2.0, 10, 5, 5.0, 1e-5),
+    (3.0, 20, 4, 4.0, 1e-6),
+]
+# Reference lattice spacing: coarse (fast); its bounds stay valid.
+REFERENCE_DISCRETIZATION = 0.05
+
+
+def _reference_with_release(z, steps, epochs, floor, delta, bound_type):
+    """The authors' allocation PLD composed with dp_accounting's Gaussian PLD.
+
+    Each direction's allocation PLD (``pld-accounting``) is composed with the
+    Gaussian mechanism's PLD on the same spacing (``dp_accounting``,
+    pessimistic for an upper bound, optimistic for a lower one), and the
+    larger direction's epsilon is returned.
+    """
+    pld = pytest.importorskip("PLD_accounting")
+    support = pytest.importorskip("PLD_accounting.dp_accounting_support")
+    dp_pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    params = pld.PrivacyParams(sigma=z, num_steps=steps, num_epochs=epochs)
+    config = pld.AllocationSchemeConfig(
+        loss_discretization=REFERENCE_DISCRETIZATION,
+        tail_truncation=1e-3 * delta,
+        convolution_method=pld.ConvolutionMethod.GEOM,
+    )
+    epsilons = []
+    for direction in (pld.Direction.REMOVE, pld.Direction.ADD):
+        dist = pld.gaussian_allocation_directional_pld(
+            params=params, config=config, direction=direction, bound_type=bound_type
+        )
+        pmf = support.linear_dist_to_dp_accounting_pmf(dist=dist, bound_type=bound_type)
+        release = dp_pld.from_gaussian_mechanism(
+            standard_deviation=floor,
+            sensitivity=1.0,
+            pessimistic_estimate=bound_type == pld.BoundType.DOMINATES,
+            value_discretization_interval=pmf._discretization,
+            use_connect_dots=False,
+        )
+        composed = pmf.compose(release._pmf_remove)
+        epsilons.append(composed.get_epsilon_for_delta(delta))
+    return max(epsilons)
+
+
+@pytest.mark.parametrize("z, steps, epochs, floor, delta", FLOOR_GRID)
+def test_with_a_gaussian_release_against_the_reference(z, steps, epochs, floor, delta):
+    pld = pytest.importorskip("PLD_accounting")
+    lower = _reference_with_release(
+        z, steps, epochs, floor, delta, pld.BoundType.IS_DOMINATED
+    )
+    upper = _reference_with_release(
+        z, steps, epochs, floor, delta, pld.BoundType.DOMINATES
+    )
+    events = [RandomAllocationGaussianEvent(steps, z, epochs), GaussianSumEvent(floor)]
+    renyi = account(events, delta, neighbouring="add-remove", warn=False)
+    ours = account(
+        events, delta, neighbouring="add-remove", warn=False, accountant="pld"
+    )
+    # The PLD composes the release: never below the reference's lower bound,
+    # within 1% of its upper bound, below the Rényi bound it used to fall
+    # back to.
+    assert ours.accountant == "pld"
+    assert lower <= ours.epsilon <= (1.0 + TIGHT_RTOL) * upper
+    assert ours.epsilon < renyi.epsilon
+    # Replace-one contains the add/remove pairs: never below either.
+    ours_r1 = account(
+        events, delta, neighbouring="replace-one", warn=False, accountant="pld"
+    )
+    assert ours_r1.accountant == "pld"
+    assert ours_r1.epsilon >= lower
+
+
+@pytest.mark.parametrize("relation", ["replace-one", "add-remove"])
+def test_a_default_balls_and_bins_plan_composes_its_floor_in_the_pld(relation):
+    from skdp.linear_model import DPLogisticRegression
+
+    estimator = DPLogisticRegression(
+        epsilon=1.0, delta=1e-5, batch_sampling="balls-and-bins", neighbouring=relation
+    )
+    _, spent, _ = estimator.privacy_plan(4000)
+    assert spent.accountant == "pld"
+    assert spent.epsilon <= 1.0
 
 
 # --- against Poisson, and calibration ----------------------------------------

@@ -73,7 +73,7 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from skdp.accounting import RandomAllocationGaussianEvent, account
+from skdp.accounting import GaussianSumEvent, RandomAllocationGaussianEvent, account
 
 # Relations, and the contribution pairs (c, c') whose worst case is computed.
 PAIRS = {"add-remove": ((1.0, 0.0), (0.0, 1.0)), "replace-one": ((1.0, -1.0),)}
@@ -155,6 +155,21 @@ def _mu(t, z, c, c2, epochs=1):
     return math.sqrt(epochs) * abs(c - c2) / (math.sqrt(t) * z)
 
 
+def _mu_with_floor(t, z, c, c2, epochs, floor):
+    """``mu`` of the ``s`` coordinates and of a Gaussian release beside them.
+
+    The release (``floor``: its noise multiplier, e.g. the probability floor
+    of ``DPLogisticRegression``) adds ``c + N(0, floor^2)``, independent of
+    the allocation: a Gaussian shift of ``|c - c'| / floor`` that joins the
+    ``s`` coordinates' (independent Gaussian shifts compose to the root sum
+    of squares, Dong, Roth and Su 2022, Corollary 3.3).
+    """
+    mu = _mu(t, z, c, c2, epochs)
+    if floor is None:
+        return mu
+    return math.hypot(mu, abs(c - c2) / floor)
+
+
 def _lattice(log_w, r, step):
     """Masses of the atoms split onto a lattice of ``step`` (mean-preserving)."""
     w = np.exp(log_w)
@@ -182,25 +197,29 @@ def _loss_law(t, z, c, c2, epochs):
     return values[keep], total[keep]
 
 
-def exact_delta(t, z, pair, epsilon, epochs=1):
-    """``H_{e^eps}(p_c^E || p_c'^E)`` of ``pair = (c, c')`` over ``epochs``."""
+def exact_delta(t, z, pair, epsilon, epochs=1, floor=None):
+    """``H_{e^eps}(p_c^E || p_c'^E)`` of ``pair = (c, c')`` over ``epochs``.
+
+    ``floor``: with a Gaussian release of the contribution of that noise
+    multiplier (:func:`_mu_with_floor`).
+    """
     c, c2 = pair
+    mu = _mu_with_floor(t, z, c, c2, epochs, floor)
     if epochs == 1:
         log_w, r = _atoms(t, z, c, c2)
-        log_terms = log_w + _log_gdp_delta(_mu(t, z, c, c2), epsilon - r)
+        log_terms = log_w + _log_gdp_delta(mu, epsilon - r)
         return float(np.exp(special.logsumexp(log_terms)))
     values, masses = _loss_law(t, z, c, c2, epochs)
-    mu = _mu(t, z, c, c2, epochs)
     return float(np.sum(masses * np.exp(_log_gdp_delta(mu, epsilon - values))))
 
 
-def exact_epsilon(t, z, relation, delta, epochs=1):
+def exact_epsilon(t, z, relation, delta, epochs=1, floor=None):
     """The smallest epsilon at which every pair of ``relation`` meets ``delta``."""
     roots = []
     for pair in PAIRS[relation]:
 
         def excess(epsilon, pair=pair):
-            return math.log(exact_delta(t, z, pair, epsilon, epochs) / delta)
+            return math.log(exact_delta(t, z, pair, epsilon, epochs, floor) / delta)
 
         if excess(0.0) <= 0:
             roots.append(0.0)
@@ -343,6 +362,38 @@ def test_slow_cases_never_below_the_exact_epsilon_and_close(
     t, relation, z, delta, epochs
 ):
     _check_against_exact(t, relation, z, epochs, [delta])
+
+
+# (t, z, floor noise multiplier, epochs, delta): the allocation with a
+# Gaussian release, as a default balls-and-bins fit releases its probability
+# floor beside its epochs.
+FLOOR_CASES = [
+    (2, 1.0, 2.0, 1, 1e-5),
+    (2, 2.0, 5.0, 2, 1e-7),
+    (3, 1.0, 3.0, 1, 1e-5),
+]
+
+
+@pytest.mark.parametrize("relation", sorted(PAIRS))
+@pytest.mark.parametrize("t, z, floor, epochs, delta", FLOOR_CASES)
+def test_with_a_gaussian_release_never_below_the_exact_epsilon_and_close(
+    t, z, floor, epochs, delta, relation
+):
+    events = [
+        RandomAllocationGaussianEvent(t, z, epochs),
+        GaussianSumEvent(floor),
+    ]
+    spent = {
+        name: account(events, delta, neighbouring=relation, warn=False, accountant=name)
+        for name in ("pld", "rdp")
+    }
+    exact = exact_epsilon(t, z, relation, delta, epochs, floor)
+    # The allocation's PLD composed with the release's, not the Rényi bound.
+    assert spent["pld"].accountant == "pld"
+    assert spent["pld"].epsilon < spent["rdp"].epsilon
+    for pair in PAIRS[relation]:
+        assert exact_delta(t, z, pair, spent["pld"].epsilon, epochs, floor) <= delta
+    assert exact <= spent["pld"].epsilon <= TOLERANCE[(relation, "pld")] * exact
 
 
 def _print_table():

@@ -451,7 +451,7 @@ class PLDAccountant(_TightAccountant):
 
     Exact Gaussian DP where every event is a Gaussian mechanism or a cyclic
     run (as :class:`GDPAccountant`); the numerical PLD of Poisson-subsampled
-    Gaussian steps (with Gaussian releases) and of random allocation epochs,
+    Gaussian steps and of random allocation epochs (either with Gaussian releases),
     under either relation (replace-one chained through the data set without
     the record; docs/accounting.md, "Tighter than Rényi"). The lattice is
     planned from the Rényi epsilon of the same events, and the bound carries

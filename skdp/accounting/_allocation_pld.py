@@ -47,6 +47,20 @@ then on the *loss*.
 3. **Epochs and conversion** as for Poisson steps (``_pld.py``, steps 2-5):
    repeated squaring on the loss lattice, Hoeffding slack of the loss
    roundings added to the epsilon.
+4. **Gaussian releases** composed with the epochs (the probability floor of
+   ``DPLogisticRegression``: a Gaussian sum of per-record vectors): in each
+   direction a Gaussian mechanism of sensitivity-to-noise ratio ``mu`` has
+   the privacy loss ``N(mu^2 / 2, mu^2)`` exactly (the Gaussian pair
+   ``N(mu, 1)`` against ``N(0, 1)`` in both directions: Dong, Roth and Su
+   2022, whose Corollary 2.13 is its hockey-stick curve), a pair composed
+   with the epochs' by Zhu, Dong and Wang 2022, Theorem 10. Its
+   loss is rounded at random onto the epochs' final spacing with the
+   normal's exact cell moments (``_lattice.gaussian_lattice``: the loss is
+   linear in the normal, so the up-probability is at least the position in
+   the cell, as in step 1 of ``_pld.py``) and convolved; its rounding joins
+   the Hoeffding variance like every other. Under replace-one each hop
+   (remove, then add) moves the sum by at most one record's bound, so
+   ``mu`` is the per-record one in both hops, as for Poisson steps.
 
 Where a summand's lattice would be too wide for the point cap (small noise
 multipliers: the log-normal's upper tail), the spacing grows and the bound
@@ -357,9 +371,13 @@ def _loss_width(loss, p, low):
 
 
 def _direction_loss_lattice(
-    groups, direction, delta, reference, rel_slack, scale, policy
+    groups, direction, delta, reference, rel_slack, scale, policy, gauss_mu2=0.0
 ):
-    """The composed loss lattice of all epochs in one direction, and ``h0``."""
+    """The composed loss lattice of all epochs in one direction, and ``h0``.
+
+    ``gauss_mu2 > 0``: Gaussian releases of that ``mu^2`` composed too (step
+    4 of the module docstring), their rounding planned as one combination.
+    """
     total_epochs = sum(epochs for _, _, epochs in groups)
     target = rel_slack * reference
     sum_slack = policy.sum_slack_share * target / total_epochs
@@ -370,6 +388,9 @@ def _direction_loss_lattice(
     eta = policy.eta_share * delta * scale
     budget = loss_slack**2 / (0.5 * math.log(1.0 / eta))
     parts = len(groups) + 1
+    if gauss_mu2 > 0:
+        budget *= 1.0 - policy.combine_share
+        parts += 1
     pieces, ideal = [], []
     for group in groups:
         epochs = group[2]
@@ -406,6 +427,16 @@ def _direction_loss_lattice(
                 part, tail / parts, floating / parts, max_points=policy.max_points
             )
         )
+    if gauss_mu2 > 0:
+        release = _lattice.gaussian_lattice(
+            math.sqrt(gauss_mu2),
+            total.spacing * h0,
+            max_points=policy.max_points,
+            spacing=total.spacing,
+        )
+        total = total.convolve(
+            release, tail / parts, floating / parts, max_points=policy.max_points
+        )
     return total, h0
 
 
@@ -429,9 +460,15 @@ def _epoch_lattice(piece, levels, h0, policy):
 
 
 def allocation_pld_epsilon(
-    groups, delta, neighbouring, reference, rel_slack, policy=DEFAULT_POLICY
+    groups,
+    delta,
+    neighbouring,
+    reference,
+    rel_slack,
+    policy=DEFAULT_POLICY,
+    gauss_mu2=0.0,
 ):
-    """Epsilon of random allocation epochs by the numerical PLD, or inf.
+    """Epsilon of random allocation epochs (and Gaussian releases) by the PLD, or inf.
 
     Parameters
     ----------
@@ -445,6 +482,9 @@ def allocation_pld_epsilon(
         ``rel_slack`` of it.
     rel_slack : float
     policy : AccountingPolicy, default=DEFAULT_POLICY
+    gauss_mu2 : float, default=0.0
+        ``sum 1 / z^2`` of Gaussian releases composed with the epochs, in
+        units of one hop's sensitivity (a record's removal or addition).
 
     Returns
     -------
@@ -453,29 +493,31 @@ def allocation_pld_epsilon(
     """
     relation = Neighbouring.parse(neighbouring)
     groups = [(int(t), float(z), int(e)) for t, z, e in groups if e > 0]
-    if not groups:
+    if not groups and gauss_mu2 <= 0:
         return 0.0
-    if any(t < 2 for t, _, _ in groups):
+    if not groups or any(t < 2 for t, _, _ in groups):
         return math.inf  # one step an epoch is a Gaussian: the GDP route
     bound = _chained if relation is Neighbouring.REPLACE_ONE else _larger_direction
     try:
-        return bound(groups, delta, reference, rel_slack / relation.hops, policy)
+        return bound(
+            groups, delta, reference, rel_slack / relation.hops, policy, gauss_mu2
+        )
     except _lattice.TooLarge:
         return math.inf
 
 
-def _larger_direction(groups, delta, reference, rel_slack, policy):
+def _larger_direction(groups, delta, reference, rel_slack, policy, gauss_mu2):
     """Add/remove: the larger of the two directions' epsilons."""
     results = []
     for direction in ("remove", "add"):
         lattice, h0 = _direction_loss_lattice(
-            groups, direction, delta, reference, rel_slack, 1.0, policy
+            groups, direction, delta, reference, rel_slack, 1.0, policy, gauss_mu2
         )
         results.append(lattice.bound(h0, delta, policy.eta_share * delta))
     return max(results)
 
 
-def _chained(groups, delta, reference, rel_slack, policy):
+def _chained(groups, delta, reference, rel_slack, policy, gauss_mu2):
     """Replace-one: remove, then add, through the data set without the record.
 
     The first hop is planned at a share of delta; the add hop at about
@@ -484,13 +526,13 @@ def _chained(groups, delta, reference, rel_slack, policy):
     """
     share = policy.chain_plan_share
     remove, h0 = _direction_loss_lattice(
-        groups, "remove", delta, reference, rel_slack, share, policy
+        groups, "remove", delta, reference, rel_slack, share, policy, gauss_mu2
     )
     eps_1 = remove.bound(h0, share * delta, share * policy.eta_share * delta)
     exponent = min(max(eps_1, 0.0), _MAX_HOP_EXPONENT)
     scale = policy.add_hop_scale * math.exp(-exponent)
     add, h0_add = _direction_loss_lattice(
-        groups, "add", delta, reference, rel_slack, scale, policy
+        groups, "add", delta, reference, rel_slack, scale, policy, gauss_mu2
     )
     return _lattice.chained_epsilon(
         lambda d, e: remove.bound(h0, d, e),
@@ -502,11 +544,14 @@ def _chained(groups, delta, reference, rel_slack, policy):
     )
 
 
-def allocation_epsilon(groups, delta, neighbouring, reference, rel_slack, policy):
-    """The tight bound of random allocation epochs alone, or None.
+def allocation_epsilon(
+    groups, delta, neighbouring, reference, rel_slack, policy, gauss_mu2=0.0
+):
+    """The tight bound of random allocation epochs (and Gaussian releases), or None.
 
     The lattice is planned for the Rényi epsilon ``reference``, and again
-    for its own first answer when that is far below it.
+    for its own first answer when that is far below it. ``gauss_mu2``: as
+    in :func:`allocation_pld_epsilon`.
 
     Returns
     -------
@@ -518,7 +563,7 @@ def allocation_epsilon(groups, delta, neighbouring, reference, rel_slack, policy
 
     def epsilon_at(planned):
         return allocation_pld_epsilon(
-            groups, delta, neighbouring, planned, rel_slack, policy
+            groups, delta, neighbouring, planned, rel_slack, policy, gauss_mu2
         )
 
     return _lattice.plan_twice(

@@ -27,6 +27,7 @@ __all__ = [
     "chained_epsilon",
     "chord_up",
     "finish_up",
+    "gaussian_lattice",
     "integer_spacings",
     "level_budgets",
     "level_copies",
@@ -392,6 +393,34 @@ def normal_pieces(a, b, mean, z):
     moment = np.where(np.isfinite(lo), moment, np.inf)
     mass_error = _FN_RTOL * (tail_lo + tail_hi)
     return mass, moment, error, mass_error
+
+
+def gaussian_lattice(mu, h, *, max_points, spacing=1):
+    """Lattice PLD of a Gaussian mechanism: ``L ~ N(mu^2/2, mu^2)``.
+
+    Closed form: a cell's mass and mean come from the normal CDF and density
+    (the mean is exact; the same allowance for floating point as the steps'
+    is added). The lattice spans the mean +- 40 standard deviations (the
+    tails beyond, below 1e-300, are moved to the ends: down-tail up, up-tail
+    to +inf).
+    """
+    mean, sd = 0.5 * mu * mu, mu
+    k_lo = math.floor((mean - 40.0 * sd) / h)
+    k_hi = math.ceil((mean + 40.0 * sd) / h)
+    if k_hi - k_lo + 1 > max_points:
+        raise TooLarge
+    levels = np.arange(k_lo, k_hi + 1) * h
+    # L is linear in a standard normal, so a cell's moment is the normal's.
+    cell_mass, moment, error, mass_error = normal_pieces(
+        levels[:-1], levels[1:], mean, sd
+    )
+    up = finish_up((moment + error) / h, cell_mass, jensen=False)
+    p = np.zeros(levels.size)
+    p[:-1] += cell_mass - up
+    p[1:] += up
+    p[0] += float(special.ndtr((levels[0] - mean) / sd))
+    inf = float(special.ndtr(-(levels[-1] - mean) / sd))
+    return with_errors(k_lo, p, inf, cell_mass, mass_error, spacing)
 
 
 def with_errors(k_lo, p, inf, mass, mass_error, spacing):

@@ -17,7 +17,8 @@ tight conversion applies:
   larger over the two directions. Under replace-one: the two directions
   chained through the data set without the record (group privacy, see
   :meth:`PLDComposition.epsilon`).
-- **Random allocation epochs**, alone: ``_allocation_pld.py``.
+- **Random allocation epochs**, possibly with Gaussian releases (as for
+  Poisson steps): ``_allocation_pld.py``.
 
 How the numerical PLD stays an upper bound (the proof, step by step). Every
 lattice is a distribution on ``(offset + k) m h0`` for a global quantum
@@ -189,8 +190,9 @@ class PLDComposition:
         :class:`~skdp.accounting.GaussianEvent` parts (whose multiplier is
         relative to a replace-one sensitivity, not a per-record bound) are
         not chained: such mixtures keep the Rényi bound. Random allocation
-        epochs, alone: the lattice PLD of ``_allocation_pld.py`` in both
-        relations; mixed with other events, None.
+        epochs, with Gaussian releases under the same conditions: the
+        lattice PLD of ``_allocation_pld.py`` in both relations; mixed with
+        Poisson steps or cyclic runs, None.
 
         Parameters
         ----------
@@ -207,9 +209,9 @@ class PLDComposition:
         (epsilon, name) or None
             ``name`` is ``"gdp"`` (exact, all events Gaussian) or ``"pld"``.
             None if an event has no rule, if random allocation comes with
-            other events, if Poisson steps come with cyclic events or (under
-            replace-one) with Gaussian events, or if a lattice would be too
-            large.
+            Poisson steps or cyclic events, if either comes with cyclic
+            events or (under replace-one) with Gaussian events, or if a
+            lattice would be too large.
         """
         if not self.supported:
             return None
@@ -220,12 +222,23 @@ class PLDComposition:
         return self._poisson_epsilon(delta, reference, rel_slack, policy)
 
     def _allocation_epsilon(self, delta, reference, rel_slack, policy):
-        """Random allocation epochs alone (``_allocation_pld.py``), or None."""
-        gaussians = self.relation_mu2 > 0 or self.record_mu2 > 0
-        if self.steps or self.cyclic or gaussians:
+        """Random allocation epochs with Gaussian releases, or None.
+
+        The lattices of ``_allocation_pld.py``, the releases composed on
+        them in each hop or direction (its step 4), under the same
+        conditions as the releases of Poisson steps.
+        """
+        replace_one = self.relation is Neighbouring.REPLACE_ONE
+        if self.steps or self.cyclic or (replace_one and self.relation_mu2 > 0):
             return None
         return allocation_epsilon(
-            self.allocation, delta, self.relation, reference, rel_slack, policy
+            self.allocation,
+            delta,
+            self.relation,
+            reference,
+            rel_slack,
+            policy,
+            gauss_mu2=self.relation_mu2 + self.record_mu2,
         )
 
     def _poisson_epsilon(self, delta, reference, rel_slack, policy):
@@ -380,7 +393,7 @@ def _direction_lattice(steps, gauss_mu2, direction, plan, policy):
         )
     if gauss_mu2 > 0:
         spacing = total.spacing
-        release = _gaussian_lattice(
+        release = _lattice.gaussian_lattice(
             math.sqrt(gauss_mu2),
             spacing * plan.h0,
             max_points=max_points,
@@ -489,34 +502,6 @@ def _step_lattice(q, z, direction, h, tau, *, low, max_points, spacing=1):
         inf = 0.0
         p[0] += float(special.ndtr(-(x_of(-levels[0]) / z)))
     return _lattice.with_errors(k_lo, p, inf, mass, mass_error, spacing)
-
-
-def _gaussian_lattice(mu, h, *, max_points, spacing=1):
-    """Lattice PLD of a Gaussian mechanism: ``L ~ N(mu^2/2, mu^2)``.
-
-    Closed form: a cell's mass and mean come from the normal CDF and density
-    (the mean is exact; the same allowance for floating point as the steps'
-    is added). The lattice spans the mean +- 40 standard deviations (the
-    tails beyond, below 1e-300, are moved to the ends: down-tail up, up-tail
-    to +inf).
-    """
-    mean, sd = 0.5 * mu * mu, mu
-    k_lo = math.floor((mean - 40.0 * sd) / h)
-    k_hi = math.ceil((mean + 40.0 * sd) / h)
-    if k_hi - k_lo + 1 > max_points:
-        raise _lattice.TooLarge
-    levels = np.arange(k_lo, k_hi + 1) * h
-    # L is linear in a standard normal, so a cell's moment is the normal's.
-    cell_mass, moment, error, mass_error = _lattice.normal_pieces(
-        levels[:-1], levels[1:], mean, sd
-    )
-    up = _lattice.finish_up((moment + error) / h, cell_mass, jensen=False)
-    p = np.zeros(levels.size)
-    p[:-1] += cell_mass - up
-    p[1:] += up
-    p[0] += float(special.ndtr((levels[0] - mean) / sd))
-    inf = float(special.ndtr(-(levels[-1] - mean) / sd))
-    return _lattice.with_errors(k_lo, p, inf, cell_mass, mass_error, spacing)
 
 
 def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, policy):
