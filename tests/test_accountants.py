@@ -407,3 +407,10 @@ def test_the_relation_rule_is_written_once():
     # The public curve took any other string for replace-one.
     with pytest.raises(ValueError, match="neighbouring must be one of"):
         allocation_rdp(DEFAULT_ORDERS, 4, 1.0, "add/remove")
+
+
+def test_privacy_spent_shows_the_renyi_order_only_for_a_renyi_bound():
+    event = PoissonGaussianEvent(0.01, 1.1, count=1000)
+    tight = account(event, DELTA, accountant="pld")
+    assert tight.accountant != "rdp" and "order=" not in repr(tight)
+    assert "order=" in repr(account(event, DELTA))

@@ -95,10 +95,12 @@ class PrivacySpent:
     events: tuple = field(default=(), repr=False, compare=False)
 
     def __repr__(self):
+        """The spend; the Rényi order only when the Rényi bound gave epsilon."""
+        order = f"order={self.order:g}, " if self.accountant == "rdp" else ""
         return (
             f"PrivacySpent(epsilon={self.epsilon:.4g}, delta={self.delta:.3g}, "
             f"bound={self.bound!r}, neighbouring={self.neighbouring!r}, "
-            f"order={self.order:g}, accountant={self.accountant!r})"
+            f"{order}accountant={self.accountant!r})"
         )
 
     def at_delta(self, delta):
