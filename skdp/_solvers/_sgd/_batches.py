@@ -103,21 +103,21 @@ def batch_indices(plan, rng, rows):
 
 
 def allocation_batches(plan, rng, rows):
-    """Yield ``(step, slice)`` of balls-and-bins epochs, arranging ``rows`` for each.
+    """Yield ``(step, index)`` of balls-and-bins epochs: each step's rows, increasing.
 
     Every epoch draws a fresh allocation of all ``rows.n_rows`` rows to the
     plan's steps an epoch (its number set by the plan, never by the rows:
     under add/remove the plan reads a released count) from the secret
-    ``rng``, arranges the rows in its order (:meth:`_AllocatedRows.arrange`)
-    and yields each step's slice of that order; an empty batch is a step too.
+    ``rng``, and yields each step's rows, a read-only view of the
+    allocation's order in increasing row index (so the gather reads memory,
+    or a memmap, in increasing order); an empty batch is a step too.
     """
     per_epoch = len(plan.batch_sizes)
     for epoch in range(plan.epochs):
         allocation = allocate_epoch(rows.n_rows, per_epoch, rng)
-        rows.arrange(allocation.order)
-        bounds = allocation.bounds.tolist()
+        order, bounds = allocation.order, allocation.bounds.tolist()
         for j in range(per_epoch):
-            yield epoch * per_epoch + j, slice(bounds[j], bounds[j + 1])
+            yield epoch * per_epoch + j, order[bounds[j] : bounds[j + 1]]
 
 
 class Batch(NamedTuple):
@@ -265,57 +265,16 @@ class _ProjectedOnce(_Rows):
         return Batch(rows, targets, scale, norm, weights)
 
 
-class _AllocatedRows(_ProjectedAsRead):
-    """Rows rearranged every epoch in its allocation's order, read by slices.
-
-    An in-memory array is gathered once an epoch into one reused buffer in
-    the allocation's order (memory for a second copy of ``X``), so every
-    step reads a contiguous block; a memmap keeps the order and gathers each
-    step's rows, in increasing row index, when the step comes.
-    """
-
-    def __init__(self, X, codes, sample_weight, *args, **kwargs):
-        super().__init__(X, codes, sample_weight, *args, **kwargs)
-        self._source = (X, codes, sample_weight)
-        self._in_memory = not isinstance(X, np.memmap)
-        self._buffer = None
-        self._epoch_order = None
-
-    @property
-    def n_rows(self):
-        return self._source[0].shape[0]
-
-    def arrange(self, order):
-        """Arrange the rows in ``order`` (a permutation) for the epoch's slices."""
-        X, codes, sample_weight = self._source
-        if not self._in_memory:
-            self._epoch_order = order
-            return
-        if self._buffer is None:
-            self._buffer = np.empty_like(X, order="C")
-        # ``order`` is a permutation of the rows: in range, so no bounds check.
-        self.X = X.take(order, axis=0, out=self._buffer, mode="clip")
-        self.codes = codes.take(order, mode="clip")
-        if sample_weight is not None:
-            self.sample_weight = sample_weight.take(order, mode="clip")
-
-    def batch(self, index):
-        """The :class:`Batch` of the slice ``index`` of the epoch's order."""
-        if self._epoch_order is not None:
-            index = self._epoch_order[index]
-        return super().batch(index)
-
-
 def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept):
     """The rows of a run, in the order its batches index them.
 
     Draws the secret order of a shuffled run. An in-memory array is then
     copied once in that order (memory for a second copy of ``X``, in
     exchange for contiguous batches); a memmap keeps the per-batch gather
-    (copying it would defeat its purpose). Poisson runs on an in-memory
-    array look each row's projection up (:class:`_ProjectedOnce`);
-    balls-and-bins runs rearrange the rows each epoch (:class:`_AllocatedRows`);
-    the others project each batch as it is read.
+    (copying it would defeat its purpose). Poisson and balls-and-bins runs
+    on an in-memory array, which gather each step's rows, look each row's
+    projection up (:class:`_ProjectedOnce`); the others project each batch
+    as it is read.
 
     Returns
     -------
@@ -330,9 +289,7 @@ def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept
         if sample_weight is not None:
             sample_weight = sample_weight[order]
         order = None
-    if plan.sampling == "balls-and-bins":
-        kind = _AllocatedRows
-    elif plan.sampling == "poisson" and in_memory:
+    if plan.sampling in ("poisson", "balls-and-bins") and in_memory:
         kind = _ProjectedOnce
     else:
         kind = _ProjectedAsRead
