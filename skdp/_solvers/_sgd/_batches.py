@@ -150,8 +150,8 @@ class _RowGather:
     Fancy indexing ``X[rows]`` allocates a fresh array for every batch, and
     faulting that memory in costs several times the copy itself
     (docs/benchmarks.md, "DP-SGD epoch speed"). The rows come from
-    :func:`poisson_batch` or a secret order, so they are in range and the
-    bounds check is skipped.
+    :func:`poisson_batch`, an allocation or a secret order, so they are in
+    range and the bounds check is skipped.
     """
 
     def __init__(self):
@@ -225,13 +225,13 @@ class _ProjectedAsRead(_Rows):
 class _ProjectedOnce(_Rows):
     """Rows whose projection, label and weight are looked up, computed once.
 
-    A Poisson run visits each row about once per epoch through a gather; the
-    projection of every row, computed once (float64, one pass) and stored
-    beside its label and weight as one record per row, is then one small
-    lookup per step instead of a norm, a projection and more gathers. Four
-    columns (32 bytes a row, the weight column unused without weights):
-    numpy gathers 32-byte items faster than 24-byte ones (docs/benchmarks.md,
-    "DP-SGD epoch speed").
+    A Poisson or balls-and-bins run visits each row about once per epoch
+    through a gather; the projection of every row, computed once (float64,
+    one pass) and stored beside its label and weight as one record per row,
+    is then one small lookup per step instead of a norm, a projection and
+    more gathers. Four columns (32 bytes a row, the weight column unused
+    without weights): numpy gathers 32-byte items faster than 24-byte ones
+    (docs/benchmarks.md, "DP-SGD epoch speed").
     """
 
     def __init__(
