@@ -2,7 +2,8 @@
 
 Poisson batches: the independent inclusions of the subsampled-Gaussian
 accountant. Balls-and-bins batches: each step's rows of the epoch's
-allocation, read by the run bit for bit as a plain loop would.
+allocation, read by the run (rearranged every epoch, or gathered from a
+memmap) bit for bit as a plain loop would.
 """
 
 import itertools
@@ -76,24 +77,34 @@ def _allocation_plan(n, n_classes=2, epochs=3, **kw):
     return make_plan(**{**params, **kw})
 
 
+class _ArrangeRecorder(SimpleNamespace):
+    """A rows object that records the orders it is asked to arrange."""
+
+    def arrange(self, order):
+        self.orders.append(np.array(order))
+
+
 def test_balls_and_bins_batches_are_each_steps_allocated_rows():
-    # Each step yields its rows of a fresh allocation drawn from the run's
-    # rng (an index array, increasing): nothing is arranged, so a rows
-    # object needs only ``n_rows`` and ``order``.
+    # Each epoch hands a fresh allocation's order, drawn from the run's rng,
+    # to ``rows.arrange``, then yields each step's slice of it: the step's
+    # rows, in increasing index.
     n, epochs = 500, 3
     plan = _allocation_plan(n, epochs=epochs)
     per_epoch = len(plan.batch_sizes)
-    rows = SimpleNamespace(n_rows=n, order=None)
+    rows = _ArrangeRecorder(n_rows=n, order=None, orders=[])
     got = list(batch_indices(plan, np.random.default_rng(5), rows))
     assert [step for step, _ in got] == list(range(plan.n_steps))
+    assert len(rows.orders) == epochs
     rng = np.random.default_rng(5)
     for epoch in range(epochs):
         allocation = allocate_epoch(n, per_epoch, rng)
+        np.testing.assert_array_equal(rows.orders[epoch], allocation.order)
         for j in range(per_epoch):
             _, index = got[epoch * per_epoch + j]
-            assert isinstance(index, np.ndarray)
-            np.testing.assert_array_equal(index, allocation.batch(j))
-            assert np.all(np.diff(index) > 0)
+            assert isinstance(index, slice)
+            batch = rows.orders[epoch][index]
+            np.testing.assert_array_equal(batch, allocation.batch(j))
+            assert np.all(np.diff(batch) > 0)
 
 
 def _reference_allocation_run(X, codes, plan, z, row_norm, rng, sample_weight):

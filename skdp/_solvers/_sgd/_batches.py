@@ -103,21 +103,22 @@ def batch_indices(plan, rng, rows):
 
 
 def allocation_batches(plan, rng, rows):
-    """Yield ``(step, index)`` of balls-and-bins epochs: each step's rows, increasing.
+    """Yield ``(step, slice)`` of balls-and-bins epochs, arranging ``rows`` for each.
 
     Every epoch draws a fresh allocation of all ``rows.n_rows`` rows to the
     plan's steps an epoch (its number set by the plan, never by the rows:
     under add/remove the plan reads a released count) from the secret
-    ``rng``, and yields each step's rows, a read-only view of the
-    allocation's order in increasing row index (so the gather reads memory,
-    or a memmap, in increasing order); an empty batch is a step too.
+    ``rng``, hands its order to ``rows.arrange`` and yields each step's
+    slice of that order (the step's rows, in increasing row index); an empty
+    batch is a step too.
     """
     per_epoch = len(plan.batch_sizes)
     for epoch in range(plan.epochs):
         allocation = allocate_epoch(rows.n_rows, per_epoch, rng)
-        order, bounds = allocation.order, allocation.bounds.tolist()
+        rows.arrange(allocation.order)
+        bounds = allocation.bounds.tolist()
         for j in range(per_epoch):
-            yield epoch * per_epoch + j, order[bounds[j] : bounds[j + 1]]
+            yield epoch * per_epoch + j, slice(bounds[j], bounds[j + 1])
 
 
 class Batch(NamedTuple):
@@ -247,15 +248,16 @@ class _ProjectedOnce(_Rows):
 
     def batch(self, index):
         """The :class:`Batch` of the rows ``index`` (an index array)."""
-        rows = self._features(index)
-        # One gather of (scale, norm, label, weight) records, read through
-        # column views; the scale alone is copied to a contiguous vector (it
-        # is read twice, in broadcast products that run about twice as slow
-        # on a strided vector; copying every column costs more than it
-        # saves). The label column holds the class index as a float: binary
-        # targets are that column itself (the same 0.0 / 1.0 as the cast
-        # codes).
-        records = self.records.take(index, axis=0)
+        return self._assemble(self._features(index), self.records.take(index, axis=0))
+
+    def _assemble(self, rows, records):
+        """The :class:`Batch` of ``rows`` and their ``records``."""
+        # The records are read through column views; the scale alone is
+        # copied to a contiguous vector (it is read twice, in broadcast
+        # products that run about twice as slow on a strided vector; copying
+        # every column costs more than it saves). The label column holds the
+        # class index as a float: binary targets are that column itself (the
+        # same 0.0 / 1.0 as the cast codes).
         scale, norm = records[:, 0].copy(), records[:, 1]
         if self.binary:
             targets = records[:, 2:3]
@@ -265,16 +267,67 @@ class _ProjectedOnce(_Rows):
         return Batch(rows, targets, scale, norm, weights)
 
 
+class _ArrangedRows(_ProjectedOnce):
+    """In-memory rows and their records, rearranged every epoch, read by slices.
+
+    Every epoch gathers the rows and their records (:class:`_ProjectedOnce`)
+    once into reused buffers in its allocation's order (memory for a second
+    copy of ``X``), so each step reads contiguous blocks, whose reads the
+    processor's prefetching overlaps with the step's arithmetic, and looks
+    nothing up (docs/benchmarks.md, "Balls-and-bins batches"). ``X`` and
+    ``codes`` stay in the data's order.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._epoch_rows = self._epoch_records = None
+
+    def arrange(self, order):
+        """Arrange the rows in ``order`` (a permutation) for the epoch's slices."""
+        if self._epoch_rows is None:
+            self._epoch_rows = np.empty_like(self.X, order="C")
+            self._epoch_records = np.empty_like(self.records)
+        # ``order`` is a permutation of the rows: in range, so no bounds check.
+        self.X.take(order, axis=0, out=self._epoch_rows, mode="clip")
+        self.records.take(order, axis=0, out=self._epoch_records, mode="clip")
+
+    def batch(self, index):
+        """The :class:`Batch` of the slice ``index`` of the epoch's order."""
+        rows = np.asarray(self._epoch_rows[index], dtype=float)
+        return self._assemble(rows, self._epoch_records[index])
+
+
+class _AllocatedMemmapRows(_ProjectedAsRead):
+    """A memmap's rows gathered step by step through the epoch's allocation.
+
+    The memmap is never copied: each step's slice of the allocation's order
+    (rows in increasing index) is gathered and projected when it comes.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._epoch_order = None
+
+    def arrange(self, order):
+        """Keep ``order`` (a permutation) for the epoch's slices."""
+        self._epoch_order = order
+
+    def batch(self, index):
+        """The :class:`Batch` of the slice ``index`` of the epoch's order."""
+        return super().batch(self._epoch_order[index])
+
+
 def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept):
     """The rows of a run, in the order its batches index them.
 
     Draws the secret order of a shuffled run. An in-memory array is then
     copied once in that order (memory for a second copy of ``X``, in
     exchange for contiguous batches); a memmap keeps the per-batch gather
-    (copying it would defeat its purpose). Poisson and balls-and-bins runs
-    on an in-memory array, which gather each step's rows, look each row's
-    projection up (:class:`_ProjectedOnce`); the others project each batch
-    as it is read.
+    (copying it would defeat its purpose). Poisson runs on an in-memory
+    array look each row's projection up (:class:`_ProjectedOnce`);
+    balls-and-bins runs rearrange the rows and those projections every epoch
+    (:class:`_ArrangedRows`; a memmap: :class:`_AllocatedMemmapRows`); the
+    others project each batch as it is read.
 
     Returns
     -------
@@ -289,7 +342,9 @@ def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept
         if sample_weight is not None:
             sample_weight = sample_weight[order]
         order = None
-    if plan.sampling in ("poisson", "balls-and-bins") and in_memory:
+    if plan.sampling == "balls-and-bins":
+        kind = _ArrangedRows if in_memory else _AllocatedMemmapRows
+    elif plan.sampling == "poisson" and in_memory:
         kind = _ProjectedOnce
     else:
         kind = _ProjectedAsRead
