@@ -10,8 +10,8 @@ synthetic float64 data and prints, for each sampler and batch size:
   row norms for the public row-norm projection, for Poisson and
   balls-and-bins batches with each row's projection, label and weight
   stored as one record; for shuffled batches, the copy of the data in its
-  secret order; balls-and-bins draws a fresh allocation every epoch, which
-  is part of the epoch);
+  secret order; balls-and-bins draws a fresh allocation and gathers the
+  rows and records in its order every epoch, which is part of the epoch);
 - ``epoch``: the steady-state cost of one more epoch, ``(t(E) - t(1)) / (E - 1)``
   with ``E = --epochs``;
 - the ratio of that epoch to the floor, and examples per second.
