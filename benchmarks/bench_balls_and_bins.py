@@ -8,15 +8,23 @@ and on tables of :mod:`benchmarks.panel` (75/25 stratified split per seed,
 encoded from the public declaration by ``bench_panel.encode``, ``classes``
 declared, no ``row_norm``), at each epsilon, both relations, ``delta =
 min(1e-5, n ** -1.1)`` passed explicitly. Prints the mean test accuracy over
-the seeds, and the mean wall time of the whole default fit on Adult for
-Poisson, balls-and-bins and shuffled batches (the shuffled fit with
-``row_norm`` 8, the demo's bound, which its "auto" rules need).
+the seeds, and the wall time of the whole default fit on Adult for Poisson,
+balls-and-bins and shuffled batches (the shuffled fit with ``row_norm`` 8,
+the demo's bound, which its "auto" rules need): the first fit of each
+sampler in the process (it calibrates the noise), then the mean over the
+seeds of the later fits (the calibration cached), split into its phases
+(the calibration, the rows' setup, the steps and, within them, the
+balls-and-bins allocations, the probability floor, the spend's accounting)
+and the steps' time per epoch.
 
     PYTHONPATH=. nice python benchmarks/bench_balls_and_bins.py \\
         --tables mroz cowles participation --seeds 2
+    PYTHONPATH=. nice python benchmarks/bench_balls_and_bins.py --time-only
 """
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 import warnings
@@ -28,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_panel import encode  # noqa: E402
 from benchmarks.panel import load_panel  # noqa: E402
+from skdp._solvers._sgd import _batches, _run  # noqa: E402
 from skdp.datasets import adult_design_matrix, load_adult  # noqa: E402
 from skdp.exceptions import PrivacyLeakWarning  # noqa: E402
 from skdp.linear_model import DPLogisticRegression  # noqa: E402
@@ -94,18 +103,85 @@ def accuracy_table(tables, seeds, epsilons):
                 )
 
 
+# The phases of a fit: (label, owner, function name).
+PHASES = (
+    ("calibration", DPLogisticRegression, "_calibrate"),
+    ("rows setup", _run, "training_rows"),
+    ("steps", _run, "_descend"),
+    ("allocations", _batches, "allocate_epoch"),
+    ("floor", _run, "calibrate_probabilities"),
+    ("accounting", DPLogisticRegression, "_account"),
+)
+
+
+@contextlib.contextmanager
+def phase_clock(totals, epochs):
+    """Add each phase's wall seconds to ``totals`` while the block runs.
+
+    Wraps the functions of :data:`PHASES` (restored on exit); the steps'
+    wrapper also records the plan's epochs in ``epochs``.
+    """
+    saved = [(owner, name, getattr(owner, name)) for _, owner, name in PHASES]
+
+    def clocked(label, function):
+        def run(*args, **kwargs):
+            if label == "steps":
+                epochs.append(args[2].epochs)  # _descend(W, rows, plan, ...)
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                totals[label] = totals.get(label, 0.0) + time.perf_counter() - start
+
+        return run
+
+    try:
+        for (label, owner, name), (_, _, function) in zip(PHASES, saved, strict=True):
+            setattr(owner, name, clocked(label, function))
+        yield
+    finally:
+        for owner, name, function in saved:
+            setattr(owner, name, function)
+
+
 def time_table(seeds):
-    """Print the mean wall time of the default fit on Adult, per sampler."""
+    """Print the wall time of the default fit on Adult per sampler, by phase.
+
+    The first fit of each sampler calibrates its noise (unless an earlier
+    table of the process did); the later fits, one per seed, find it cached.
+    """
     data = adult(0)
-    print("\n| Adult, epsilon 1, replace-one | fit (s) | accuracy |")
-    print("|---|---|---|")
+    labels = [label for label, _, _ in PHASES]
+    print(f"\nload average {os.getloadavg()[0]:.2f}")
+    print(
+        "\n| Adult, epsilon 1, replace-one | first fit (s) | its calibration (s) | "
+        "fit (s) | epochs | per epoch (ms) | "
+        + " | ".join(f"{label} (s)" for label in labels)
+        + " |"
+    )
+    print("|---" * (6 + len(labels)) + "|")
     for sampling in ("poisson", "balls-and-bins", "shuffle"):
         params = {"row_norm": ADULT_ROW_NORM} if sampling == "shuffle" else {}
-        runs = [
-            fit_score(data, sampling, 1.0, "replace-one", s, **params) for s in seeds
-        ]
-        accuracy, seconds = np.mean(runs, axis=0)
-        print(f"| {sampling} | {seconds:.2f} | {accuracy:.4f} |", flush=True)
+        first_phases = {}
+        with phase_clock(first_phases, []):
+            first = fit_score(data, sampling, 1.0, "replace-one", 0, **params)[1]
+        totals, epochs, seconds = {}, [], []
+        with phase_clock(totals, epochs):
+            for seed in seeds:
+                seconds.append(
+                    fit_score(data, sampling, 1.0, "replace-one", seed, **params)[1]
+                )
+        mean = {label: totals.get(label, 0.0) / len(seeds) for label in labels}
+        per_epoch = mean["steps"] / epochs[0] * 1e3
+        print(
+            f"| {sampling} | {first:.2f} | {first_phases['calibration']:.2f} | "
+            f"{np.mean(seconds):.3f} | {epochs[0]} | "
+            f"{per_epoch:.1f} | "
+            + " | ".join(f"{mean[label]:.3f}" for label in labels)
+            + " |",
+            flush=True,
+        )
+    print(f"load average {os.getloadavg()[0]:.2f}")
 
 
 def noise_table(n, epsilons):
@@ -148,12 +224,18 @@ def main(argv=None):
     parser.add_argument(
         "--noise-only", action="store_true", help="only the noise table (Adult's n)"
     )
+    parser.add_argument(
+        "--time-only", action="store_true", help="only the Adult fit-time table"
+    )
     args = parser.parse_args(argv)
     seeds = list(range(args.seeds))
     tables = ([] if args.no_adult else ["adult"]) + list(args.tables)
     warnings.simplefilter("ignore", PrivacyLeakWarning)
     if args.noise_only:
         noise_table(adult(0)[0].shape[0], args.epsilons)
+        return
+    if args.time_only:
+        time_table(seeds)
         return
     accuracy_table(tables, seeds, args.epsilons)
     if not args.no_adult:

@@ -7,10 +7,11 @@ included) on dense
 synthetic float64 data and prints, for each sampler and batch size:
 
 - ``setup``: the per-fit work done once whatever the number of epochs (the
-  row norms for the public row-norm projection; for shuffled batches, the
-  copy of the data in its secret order; balls-and-bins draws a fresh
-  allocation and gathers the rows in its order every epoch, so its setup is
-  the row norms only);
+  row norms for the public row-norm projection, for Poisson and
+  balls-and-bins batches with each row's projection, label and weight
+  stored as one record; for shuffled batches, the copy of the data in its
+  secret order; balls-and-bins draws a fresh allocation and gathers the
+  rows and records in its order every epoch, which is part of the epoch);
 - ``epoch``: the steady-state cost of one more epoch, ``(t(E) - t(1)) / (E - 1)``
   with ``E = --epochs``;
 - the ratio of that epoch to the floor, and examples per second.

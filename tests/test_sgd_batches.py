@@ -1,12 +1,23 @@
-"""The Poisson batch sampler draws what the subsampled-Gaussian accountant assumes."""
+"""The batch samplers draw what their accountants assume, and the run reads them.
+
+Poisson batches: the independent inclusions of the subsampled-Gaussian
+accountant. Balls-and-bins batches: each step's rows of the epoch's
+allocation, read by the run (rearranged every epoch, or gathered from a
+memmap) bit for bit as a plain loop would.
+"""
 
 import itertools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from scipy import stats
+from test_sgd_run import _reference_gradient
 
-from skdp._solvers._sgd import poisson_batch
+from skdp._solvers._allocation import allocate_epoch
+from skdp._solvers._rows import row_projection
+from skdp._solvers._sgd import make_plan, poisson_batch, run_logistic_sgd
+from skdp._solvers._sgd._batches import batch_indices
 
 
 @pytest.mark.parametrize(("n", "q"), [(3, 0.3), (4, 0.05), (2, 0.9)])
@@ -44,3 +55,118 @@ def test_full_and_tiny_rates():
     rng = np.random.default_rng(0)
     np.testing.assert_array_equal(poisson_batch(7, 1.0, rng), np.arange(7))
     assert poisson_batch(5, 1e-12, rng).size == 0
+
+
+def _allocation_plan(n, n_classes=2, epochs=3, **kw):
+    params = dict(
+        n_samples=n,
+        n_classes=n_classes,
+        row_norm=1.5,
+        batch_size=64,
+        epochs=epochs,
+        sampling="balls-and-bins",
+        solver="dp-sgd",
+        learning_rate="auto",
+        lr_schedule="decreasing",
+        l2=1e-3,
+        l1=0.0,
+        clip_norm="auto",
+        projection_radius=None,
+        tail_fraction=0.3,
+    )
+    return make_plan(**{**params, **kw})
+
+
+class _ArrangeRecorder(SimpleNamespace):
+    """A rows object that records the orders it is asked to arrange."""
+
+    def arrange(self, order):
+        self.orders.append(np.array(order))
+
+
+def test_balls_and_bins_batches_are_each_steps_allocated_rows():
+    # Each epoch hands a fresh allocation's order, drawn from the run's rng,
+    # to ``rows.arrange``, then yields each step's slice of it: the step's
+    # rows, in increasing index.
+    n, epochs = 500, 3
+    plan = _allocation_plan(n, epochs=epochs)
+    per_epoch = len(plan.batch_sizes)
+    rows = _ArrangeRecorder(n_rows=n, order=None, orders=[])
+    got = list(batch_indices(plan, np.random.default_rng(5), rows))
+    assert [step for step, _ in got] == list(range(plan.n_steps))
+    assert len(rows.orders) == epochs
+    rng = np.random.default_rng(5)
+    for epoch in range(epochs):
+        allocation = allocate_epoch(n, per_epoch, rng)
+        np.testing.assert_array_equal(rows.orders[epoch], allocation.order)
+        for j in range(per_epoch):
+            _, index = got[epoch * per_epoch + j]
+            assert isinstance(index, slice)
+            batch = rows.orders[epoch][index]
+            np.testing.assert_array_equal(batch, allocation.batch(j))
+            assert np.all(np.diff(batch) > 0)
+
+
+def _reference_allocation_run(X, codes, plan, z, row_norm, rng, sample_weight):
+    """The plain loop: an allocation an epoch, each batch gathered and projected."""
+    binary = plan.n_classes == 2
+    W = np.zeros((X.shape[1] + 1, 1 if binary else plan.n_classes))
+    per_epoch = len(plan.batch_sizes)
+    average_from = plan.n_steps - max(1, int(round(plan.tail_fraction * plan.n_steps)))
+    W_sum, n_averaged = np.zeros_like(W), 0
+    for step in range(plan.n_steps):
+        if step % per_epoch == 0:
+            allocation = allocate_epoch(X.shape[0], per_epoch, rng)
+        idx = allocation.batch(step % per_epoch)
+        Xb = np.asarray(X[idx], dtype=float)
+        raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
+        scale, norm = row_projection(raw, row_norm, True)
+        labels = codes[idx]
+        Yb = labels[:, None].astype(float) if binary else np.eye(plan.n_classes)[labels]
+        weights = None if sample_weight is None else sample_weight[idx]
+        grad = _reference_gradient(
+            W, Xb, Yb, scale, norm, binary, True, plan.clip_norm, weights
+        )
+        eta, denom = plan.learning_rates[step], float(plan.expected_batch)
+        noise = rng.normal(0.0, z * plan.clip_norm, size=W.shape)
+        W = W - eta * ((grad + noise) / denom + plan.l2 * W)
+        if step >= average_from:
+            W_sum += W
+            n_averaged += 1
+    return W_sum / n_averaged
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("storage", ["array", "float32", "memmap"])
+def test_balls_and_bins_run_matches_reference_loop(
+    n_classes, weighted, storage, tmp_path
+):
+    # Bit for bit (tobytes also tells -0.0 from 0.0): the run's per-step
+    # gather and looked-up projections change nothing, whatever the storage.
+    rng = np.random.default_rng(11)
+    n, d = 700, 5
+    X = rng.normal(size=(n, d)) * rng.uniform(0.2, 3.0, size=(n, 1))
+    if storage == "float32":
+        X = X.astype(np.float32)
+    elif storage == "memmap":
+        X_map = np.memmap(tmp_path / "X.dat", dtype=float, mode="w+", shape=X.shape)
+        X_map[:] = X
+        X = X_map
+    codes = rng.integers(n_classes, size=n).astype(np.uint8)
+    sample_weight = rng.uniform(size=n) if weighted else None
+    plan = _allocation_plan(n, n_classes=n_classes, epochs=2)
+    got = run_logistic_sgd(
+        X,
+        codes,
+        plan,
+        0.8,
+        row_norm=1.5,
+        fit_intercept=True,
+        rng=np.random.default_rng(3),
+        sample_weight=sample_weight,
+    ).weights
+    expected = _reference_allocation_run(
+        X, codes, plan, 0.8, 1.5, np.random.default_rng(3), sample_weight
+    )
+    assert got.tobytes() == expected.tobytes()

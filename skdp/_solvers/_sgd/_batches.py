@@ -108,8 +108,9 @@ def allocation_batches(plan, rng, rows):
     Every epoch draws a fresh allocation of all ``rows.n_rows`` rows to the
     plan's steps an epoch (its number set by the plan, never by the rows:
     under add/remove the plan reads a released count) from the secret
-    ``rng``, arranges the rows in its order (:meth:`_AllocatedRows.arrange`)
-    and yields each step's slice of that order; an empty batch is a step too.
+    ``rng``, hands its order to ``rows.arrange`` and yields each step's
+    slice of that order (the step's rows, in increasing row index); an empty
+    batch is a step too.
     """
     per_epoch = len(plan.batch_sizes)
     for epoch in range(plan.epochs):
@@ -150,8 +151,8 @@ class _RowGather:
     Fancy indexing ``X[rows]`` allocates a fresh array for every batch, and
     faulting that memory in costs several times the copy itself
     (docs/benchmarks.md, "DP-SGD epoch speed"). The rows come from
-    :func:`poisson_batch` or a secret order, so they are in range and the
-    bounds check is skipped.
+    :func:`poisson_batch`, an allocation or a secret order, so they are in
+    range and the bounds check is skipped.
     """
 
     def __init__(self):
@@ -225,13 +226,13 @@ class _ProjectedAsRead(_Rows):
 class _ProjectedOnce(_Rows):
     """Rows whose projection, label and weight are looked up, computed once.
 
-    A Poisson run visits each row about once per epoch through a gather; the
-    projection of every row, computed once (float64, one pass) and stored
-    beside its label and weight as one record per row, is then one small
-    lookup per step instead of a norm, a projection and more gathers. Four
-    columns (32 bytes a row, the weight column unused without weights):
-    numpy gathers 32-byte items faster than 24-byte ones (docs/benchmarks.md,
-    "DP-SGD epoch speed").
+    A Poisson or balls-and-bins run visits each row about once per epoch
+    through a gather; the projection of every row, computed once (float64,
+    one pass) and stored beside its label and weight as one record per row,
+    is then one small lookup per step instead of a norm, a projection and
+    more gathers. Four columns (32 bytes a row, the weight column unused
+    without weights): numpy gathers 32-byte items faster than 24-byte ones
+    (docs/benchmarks.md, "DP-SGD epoch speed").
     """
 
     def __init__(
@@ -247,15 +248,16 @@ class _ProjectedOnce(_Rows):
 
     def batch(self, index):
         """The :class:`Batch` of the rows ``index`` (an index array)."""
-        rows = self._features(index)
-        # One gather of (scale, norm, label, weight) records, read through
-        # column views; the scale alone is copied to a contiguous vector (it
-        # is read twice, in broadcast products that run about twice as slow
-        # on a strided vector; copying every column costs more than it
-        # saves). The label column holds the class index as a float: binary
-        # targets are that column itself (the same 0.0 / 1.0 as the cast
-        # codes).
-        records = self.records.take(index, axis=0)
+        return self._assemble(self._features(index), self.records.take(index, axis=0))
+
+    def _assemble(self, rows, records):
+        """The :class:`Batch` of ``rows`` and their ``records``."""
+        # The records are read through column views; the scale alone is
+        # copied to a contiguous vector (it is read twice, in broadcast
+        # products that run about twice as slow on a strided vector; copying
+        # every column costs more than it saves). The label column holds the
+        # class index as a float: binary targets are that column itself (the
+        # same 0.0 / 1.0 as the cast codes).
         scale, norm = records[:, 0].copy(), records[:, 1]
         if self.binary:
             targets = records[:, 2:3]
@@ -265,45 +267,54 @@ class _ProjectedOnce(_Rows):
         return Batch(rows, targets, scale, norm, weights)
 
 
-class _AllocatedRows(_ProjectedAsRead):
-    """Rows rearranged every epoch in its allocation's order, read by slices.
+class _ArrangedRows(_ProjectedOnce):
+    """In-memory rows and their records, rearranged every epoch, read by slices.
 
-    An in-memory array is gathered once an epoch into one reused buffer in
-    the allocation's order (memory for a second copy of ``X``), so every
-    step reads a contiguous block; a memmap keeps the order and gathers each
-    step's rows, in increasing row index, when the step comes.
+    Every epoch gathers the rows and their records (:class:`_ProjectedOnce`)
+    once into reused buffers in its allocation's order (memory for a second
+    copy of ``X``), so each step reads contiguous blocks, whose reads the
+    processor's prefetching overlaps with the step's arithmetic, and looks
+    nothing up (docs/benchmarks.md, "Balls-and-bins batches"). ``X`` and
+    ``codes`` stay in the data's order.
     """
 
-    def __init__(self, X, codes, sample_weight, *args, **kwargs):
-        super().__init__(X, codes, sample_weight, *args, **kwargs)
-        self._source = (X, codes, sample_weight)
-        self._in_memory = not isinstance(X, np.memmap)
-        self._buffer = None
-        self._epoch_order = None
-
-    @property
-    def n_rows(self):
-        return self._source[0].shape[0]
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._epoch_rows = self._epoch_records = None
 
     def arrange(self, order):
         """Arrange the rows in ``order`` (a permutation) for the epoch's slices."""
-        X, codes, sample_weight = self._source
-        if not self._in_memory:
-            self._epoch_order = order
-            return
-        if self._buffer is None:
-            self._buffer = np.empty_like(X, order="C")
+        if self._epoch_rows is None:
+            self._epoch_rows = np.empty_like(self.X, order="C")
+            self._epoch_records = np.empty_like(self.records)
         # ``order`` is a permutation of the rows: in range, so no bounds check.
-        self.X = X.take(order, axis=0, out=self._buffer, mode="clip")
-        self.codes = codes.take(order, mode="clip")
-        if sample_weight is not None:
-            self.sample_weight = sample_weight.take(order, mode="clip")
+        self.X.take(order, axis=0, out=self._epoch_rows, mode="clip")
+        self.records.take(order, axis=0, out=self._epoch_records, mode="clip")
 
     def batch(self, index):
         """The :class:`Batch` of the slice ``index`` of the epoch's order."""
-        if self._epoch_order is not None:
-            index = self._epoch_order[index]
-        return super().batch(index)
+        rows = np.asarray(self._epoch_rows[index], dtype=float)
+        return self._assemble(rows, self._epoch_records[index])
+
+
+class _AllocatedMemmapRows(_ProjectedAsRead):
+    """A memmap's rows gathered step by step through the epoch's allocation.
+
+    The memmap is never copied: each step's slice of the allocation's order
+    (rows in increasing index) is gathered and projected when it comes.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._epoch_order = None
+
+    def arrange(self, order):
+        """Keep ``order`` (a permutation) for the epoch's slices."""
+        self._epoch_order = order
+
+    def batch(self, index):
+        """The :class:`Batch` of the slice ``index`` of the epoch's order."""
+        return super().batch(self._epoch_order[index])
 
 
 def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept):
@@ -314,8 +325,9 @@ def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept
     exchange for contiguous batches); a memmap keeps the per-batch gather
     (copying it would defeat its purpose). Poisson runs on an in-memory
     array look each row's projection up (:class:`_ProjectedOnce`);
-    balls-and-bins runs rearrange the rows each epoch (:class:`_AllocatedRows`);
-    the others project each batch as it is read.
+    balls-and-bins runs rearrange the rows and those projections every epoch
+    (:class:`_ArrangedRows`; a memmap: :class:`_AllocatedMemmapRows`); the
+    others project each batch as it is read.
 
     Returns
     -------
@@ -331,7 +343,7 @@ def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept
             sample_weight = sample_weight[order]
         order = None
     if plan.sampling == "balls-and-bins":
-        kind = _AllocatedRows
+        kind = _ArrangedRows if in_memory else _AllocatedMemmapRows
     elif plan.sampling == "poisson" and in_memory:
         kind = _ProjectedOnce
     else:
