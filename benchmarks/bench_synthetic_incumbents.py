@@ -169,9 +169,7 @@ def run_panel(table, method, epsilon, seed, patched, rounds, declared=False):
 
         model = MSTSynthesizer(epsilon=epsilon, delta=DELTA)
     if declared:
-        cards = [
-            spec.n_values + int(fit_domain[spec.key].nullable) for spec in specs
-        ]
+        cards = [spec.n_values + int(fit_domain[spec.key].nullable) for spec in specs]
         sampled = _fit_declared(model, method, codes, cards, epsilon, DELTA)
     else:
         model.fit(
