@@ -200,18 +200,38 @@ def _add_direction_grid(steps, z):
     out = np.empty(log_s.size)
     for start in range(0, log_s.size, _LOG_S_CHUNK):
         u = np.exp(log_s[start : start + _LOG_S_CHUNK]) / steps
-        uy = u[:, None] * y[None, :]
-        # E[1 - exp(-uY)] is accurate for small u; the log-sum-exp for large u.
-        gap = -np.expm1(-uy) @ weights
-        log_phi = np.where(
-            gap < 0.5,
-            np.log1p(-np.minimum(gap, 0.5)),
-            special.logsumexp(log_weights[None, :] - uy, axis=1),
-        )
+        log_phi = _log_laplace(u, y, weights, log_weights)
         out[start : start + _LOG_S_CHUNK] = steps * log_phi
     out.setflags(write=False)
     log_s.setflags(write=False)
     return log_s, out
+
+
+#: Below this, ``E[exp(-uY)]`` is summed in the log domain (no underflow).
+_TINY_MASS = 1e-250
+
+
+def _log_laplace(u, y, weights, log_weights):
+    """``log E[exp(-u Y)]`` for each ``u``, ``Y`` on the nodes ``y``.
+
+    One pass of ``exp(-u y)`` gives the mean ``E[exp(-uY)]``. Each ``u``
+    then takes the evaluation of the same quadrature sum that is accurate
+    where it is: above a mean of 1/2 (small ``u``), ``log1p`` of
+    ``-E[1 - exp(-uY)]`` by ``expm1``; where the mean underflows towards 0,
+    a log-sum-exp; elsewhere the log of the mean.
+    """
+    uy = u[:, None] * y[None, :]
+    mass = np.exp(-uy) @ weights
+    out = np.log(np.maximum(mass, _TINY_MASS))
+    near_one = mass > 0.5
+    if near_one.any():
+        out[near_one] = np.log1p(np.expm1(-uy[near_one]) @ weights)
+    tiny = mass < _TINY_MASS
+    if tiny.any():
+        terms = log_weights[None, :] - uy[tiny]
+        top = terms.max(axis=1)
+        out[tiny] = top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
+    return out
 
 
 def _log_add_moment(m, steps, z):
