@@ -1,0 +1,169 @@
+"""Balls-and-bins against Poisson batches on the whole panel: paired differences.
+
+Every table of :mod:`benchmarks.panel` (Adult on its train/test files, the
+others on a 75/25 stratified split per seed, encoded from their public
+declarations), at each epsilon, under both relations: the default
+``DPLogisticRegression`` with ``batch_sampling="poisson"`` and with
+``"balls-and-bins"``, the same seed and split for both. Each fit is written
+as one JSON line (``--out``); the summary prints, per epsilon and relation,
+the mean paired difference in test accuracy and log loss (balls-and-bins
+minus Poisson) over tables and seeds with its standard error (tables x seeds
+as independent pairs), and how many tables are at or above Poisson.
+
+    PYTHONPATH=. nice python benchmarks/bench_sampler_panel.py \\
+        --epsilons 0.1 0.3 1 3 8 --seeds 3 --out /tmp/sampler_panel.jsonl
+    PYTHONPATH=. python benchmarks/bench_sampler_panel.py \\
+        --summary /tmp/sampler_panel.jsonl
+"""
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import log_loss
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.bench_balls_and_bins import adult, panel_split  # noqa: E402
+from benchmarks.panel import TABLES  # noqa: E402
+from skdp.exceptions import PrivacyLeakWarning  # noqa: E402
+from skdp.linear_model import DPLogisticRegression  # noqa: E402
+
+SAMPLERS = ("poisson", "balls-and-bins")
+RELATIONS = ("replace-one", "add-remove")
+
+
+def one_fit(data, sampling, epsilon, relation, seed):
+    """Test accuracy, test log loss, noise multiplier and seconds of one fit."""
+    X_train, X_test, y_train, y_test = data
+    classes = np.unique(np.concatenate([y_train, y_test]))
+    est = DPLogisticRegression(
+        epsilon=epsilon,
+        delta=min(1e-5, X_train.shape[0] ** -1.1),
+        batch_sampling=sampling,
+        neighbouring=relation,
+        classes=classes,
+        random_state=seed,
+    )
+    start = time.perf_counter()
+    est.fit(X_train, y_train)
+    seconds = time.perf_counter() - start
+    proba = est.predict_proba(X_test)
+    return {
+        "accuracy": float(np.mean(est.predict(X_test) == y_test)),
+        "log_loss": float(log_loss(y_test, proba, labels=est.classes_)),
+        "noise_multiplier": float(est.noise_multiplier_),
+        "seconds": seconds,
+    }
+
+
+def run(tables, seeds, epsilons, out):
+    """Fit every cell, appending one JSON line per fit to ``out``."""
+    with open(out, "a") as sink:
+        for name in tables:
+            for seed in seeds:
+                data = adult(seed) if name == "adult" else panel_split(name, seed)
+                for relation in RELATIONS:
+                    for epsilon in epsilons:
+                        for sampling in SAMPLERS:
+                            record = one_fit(data, sampling, epsilon, relation, seed)
+                            record.update(
+                                table=name,
+                                seed=seed,
+                                relation=relation,
+                                epsilon=epsilon,
+                                sampling=sampling,
+                            )
+                            sink.write(json.dumps(record) + "\n")
+                            sink.flush()
+            print(f"done {name}", flush=True)
+
+
+def paired(records):
+    """``{(relation, epsilon, table, seed): {sampling: record}}`` of ``records``."""
+    pairs = defaultdict(dict)
+    for r in records:
+        pairs[r["relation"], r["epsilon"], r["table"], r["seed"]][r["sampling"]] = r
+    return {k: v for k, v in pairs.items() if len(v) == len(SAMPLERS)}
+
+
+def summary(path):
+    """Print the paired differences of the fits in ``path``."""
+    records = [json.loads(line) for line in open(path)]
+    pairs = paired(records)
+    cells = defaultdict(list)
+    for (relation, epsilon, table, _), pair in pairs.items():
+        cells[relation, epsilon].append((table, pair))
+    print(
+        "| relation | epsilon | tables | pairs | accuracy diff (SE) | "
+        "tables at or above | log loss diff (SE) | noise ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for (relation, epsilon), rows in sorted(cells.items()):
+        acc = np.array(
+            [
+                p["balls-and-bins"]["accuracy"] - p["poisson"]["accuracy"]
+                for _, p in rows
+            ]
+        )
+        loss = np.array(
+            [
+                p["balls-and-bins"]["log_loss"] - p["poisson"]["log_loss"]
+                for _, p in rows
+            ]
+        )
+        ratio = np.array(
+            [
+                p["balls-and-bins"]["noise_multiplier"]
+                / p["poisson"]["noise_multiplier"]
+                for _, p in rows
+            ]
+        )
+        by_table = defaultdict(list)
+        for (table, _), d in zip(rows, acc, strict=True):
+            by_table[table].append(d)
+        at_or_above = sum(np.mean(v) >= 0 for v in by_table.values())
+        se = acc.std(ddof=1) / np.sqrt(len(acc)) if len(acc) > 1 else float("nan")
+        lse = loss.std(ddof=1) / np.sqrt(len(loss)) if len(loss) > 1 else float("nan")
+        print(
+            f"| {relation} | {epsilon:g} | {len(by_table)} | {len(acc)} | "
+            f"{acc.mean():+.4f} ({se:.4f}) | {at_or_above}/{len(by_table)} | "
+            f"{loss.mean():+.4f} ({lse:.4f}) | {np.median(ratio):.3f} |"
+        )
+    by_table = defaultdict(list)
+    for (_, _, table, _), p in pairs.items():
+        by_table[table].append(
+            p["balls-and-bins"]["accuracy"] - p["poisson"]["accuracy"]
+        )
+    print("\n| table | pairs | accuracy diff |")
+    print("|---|---|---|")
+    for table, diffs in sorted(by_table.items(), key=lambda kv: np.mean(kv[1])):
+        print(f"| {table} | {len(diffs)} | {np.mean(diffs):+.4f} |")
+
+
+def main(argv=None):
+    """Run the fits or print the summary."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tables", nargs="*", default=list(TABLES))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--epsilons", type=float, nargs="*", default=[0.1, 0.3, 1, 3, 8]
+    )
+    parser.add_argument("--out", default="sampler_panel.jsonl")
+    parser.add_argument("--summary", metavar="JSONL", help="only summarise a run")
+    args = parser.parse_args(argv)
+    if args.summary:
+        summary(args.summary)
+        return
+    warnings.simplefilter("ignore", PrivacyLeakWarning)
+    run(args.tables, list(range(args.seeds)), args.epsilons, args.out)
+    summary(args.out)
+
+
+if __name__ == "__main__":
+    main()
