@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_dask_synthetic import DOMAIN  # noqa: E402
+from bench_dask_synthetic import DOMAIN, capped_call  # noqa: E402
 
 #: The public schema of the features: scaled numeric columns and ``sex``.
 FEATURES = [
@@ -236,23 +235,9 @@ def fit_in_memory(directory, rows, batch_size, epochs):
 
 def in_memory_subprocess(directory, rows, batch_size, epochs, cap_mib):
     """:func:`fit_in_memory` in a subprocess capped at ``cap_mib`` MiB (0: none)."""
-    code = (
-        "import json, resource, sys\n"
-        f"cap = {int(cap_mib)} * 2**20\n"
-        "if cap:\n"
-        "    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))\n"
-        "sys.path.insert(0, 'benchmarks')\n"
-        "from bench_dask_logistic import fit_in_memory\n"
-        f"print(json.dumps(fit_in_memory({str(directory)!r}, {rows}, "
-        f"{batch_size}, {epochs})))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ
-    )
-    if out.returncode != 0:
-        last = (out.stderr.strip().splitlines() or ["?"])[-1]
-        return {"rows": rows, "error": last}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    call = f"fit_in_memory({str(directory)!r}, {rows}, {batch_size}, {epochs})"
+    result = capped_call("bench_dask_logistic", call, cap_mib)
+    return {"rows": rows, **result} if "error" in result else result
 
 
 def _print(rows):

@@ -445,10 +445,12 @@ def fit_in_memory(directory, n_files, method, epsilon):
     }
 
 
-def in_memory_subprocess(directory, n_files, method, epsilon, cap_mib):
-    """:func:`fit_in_memory` in a subprocess capped at ``cap_mib`` private MiB.
+def capped_call(module, call, cap_mib):
+    """``module.call`` (a call's source) in a subprocess capped at ``cap_mib``.
 
-    ``cap_mib`` 0: no cap.
+    The cap is on private memory (``RLIMIT_DATA``; 0: none); the call must
+    return a JSON-serialisable value. Returns it, or ``{"error": last line
+    of stderr}`` if the subprocess failed (for example out of memory).
     """
     code = (
         "import json, resource, sys\n"
@@ -456,9 +458,8 @@ def in_memory_subprocess(directory, n_files, method, epsilon, cap_mib):
         "if cap:\n"
         "    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))\n"
         "sys.path.insert(0, 'benchmarks')\n"
-        "from bench_dask_synthetic import fit_in_memory\n"
-        f"print(json.dumps(fit_in_memory({str(directory)!r}, {n_files}, "
-        f"{method!r}, {epsilon})))\n"
+        f"import {module}\n"
+        f"print(json.dumps({module}.{call}))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ
@@ -467,6 +468,15 @@ def in_memory_subprocess(directory, n_files, method, epsilon, cap_mib):
         last = (out.stderr.strip().splitlines() or ["?"])[-1]
         return {"error": last}
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def in_memory_subprocess(directory, n_files, method, epsilon, cap_mib):
+    """:func:`fit_in_memory` in a subprocess capped at ``cap_mib`` private MiB.
+
+    ``cap_mib`` 0: no cap.
+    """
+    call = f"fit_in_memory({str(directory)!r}, {n_files}, {method!r}, {epsilon})"
+    return capped_call("bench_dask_synthetic", call, cap_mib)
 
 
 def _print_dask(rows):
