@@ -14,6 +14,9 @@ as independent pairs), and how many tables are at or above Poisson.
         --epsilons 0.1 0.3 1 3 8 --seeds 3 --out /tmp/sampler_panel.jsonl
     PYTHONPATH=. python benchmarks/bench_sampler_panel.py \\
         --summary /tmp/sampler_panel.jsonl
+
+``--samplers balls-and-bins`` re-runs one sampler only (into another file,
+concatenated with the other sampler's lines for ``--summary``).
 """
 
 import argparse
@@ -62,15 +65,15 @@ def one_fit(data, sampling, epsilon, relation, seed):
     }
 
 
-def run(tables, seeds, epsilons, out):
-    """Fit every cell, appending one JSON line per fit to ``out``."""
+def run(tables, seeds, epsilons, out, samplers=SAMPLERS):
+    """Fit every cell with each of ``samplers``, one JSON line per fit to ``out``."""
     with open(out, "a") as sink:
         for name in tables:
             for seed in seeds:
                 data = adult(seed) if name == "adult" else panel_split(name, seed)
                 for relation in RELATIONS:
                     for epsilon in epsilons:
-                        for sampling in SAMPLERS:
+                        for sampling in samplers:
                             record = one_fit(data, sampling, epsilon, relation, seed)
                             record.update(
                                 table=name,
@@ -155,13 +158,22 @@ def main(argv=None):
         "--epsilons", type=float, nargs="*", default=[0.1, 0.3, 1, 3, 8]
     )
     parser.add_argument("--out", default="sampler_panel.jsonl")
+    parser.add_argument(
+        "--samplers",
+        nargs="*",
+        choices=SAMPLERS,
+        default=list(SAMPLERS),
+        help="fit only these (to re-run one sampler into a new file after a change "
+        "that leaves the other's fits as they were; concatenate the files for "
+        "--summary)",
+    )
     parser.add_argument("--summary", metavar="JSONL", help="only summarise a run")
     args = parser.parse_args(argv)
     if args.summary:
         summary(args.summary)
         return
     warnings.simplefilter("ignore", PrivacyLeakWarning)
-    run(args.tables, list(range(args.seeds)), args.epsilons, args.out)
+    run(args.tables, list(range(args.seeds)), args.epsilons, args.out, args.samplers)
     summary(args.out)
 
 
