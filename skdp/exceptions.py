@@ -1,6 +1,6 @@
 """Warnings and errors raised by skdp."""
 
-__all__ = ["OrderGridWarning", "PrivacyLeakWarning"]
+__all__ = ["OrderGridWarning", "PrivacyLeakWarning", "UndeclaredBoundWarning"]
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -18,4 +18,16 @@ class OrderGridWarning(UserWarning):
 
     The epsilon is still a valid upper bound, but a wider grid of orders could
     give a smaller one. Pass a wider ``orders`` grid to the accountant.
+    """
+
+
+class UndeclaredBoundWarning(UserWarning):
+    """A public bound was left undeclared, and a default one changes the data.
+
+    Some plans need a public bound that the user did not give, for instance
+    the row-norm bound of cyclic and shuffled DP-SGD. skdp then applies a
+    default bound (rows of larger norm are scaled down to it) and says so
+    with this warning, whatever the data: checking whether the default
+    actually changed a row would read the private data. The privacy
+    guarantee holds; the accuracy may not. Declare the bound to silence it.
     """

@@ -1,5 +1,6 @@
 import logging
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from sklearn.preprocessing import Normalizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp.accounting import GaussianSumEvent, account
+from skdp.exceptions import UndeclaredBoundWarning
 from skdp.linear_model import DPLogisticRegression, _budget
 
 WEIGHT_REASON = (
@@ -411,3 +413,62 @@ def test_temperature_improves_log_loss_on_noisy_labels():
         est.fit(X, y)
         losses[share] = log_loss(y_test, est.predict_proba(X_test))
     assert losses[0.1] < losses[0.0] - 0.01
+
+
+@pytest.mark.parametrize("sampling", ["cyclic", "shuffle"])
+def test_cyclic_and_shuffled_fits_without_row_norm_warn_of_the_unit_ball(sampling):
+    # Issue 20: these samplers projected rows onto the unit ball silently.
+    # Every row here lies inside the unit ball: the warning comes from the
+    # parameters alone, never from the rows (whether one is larger is private).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] > 0).astype(int)
+    model = DPLogisticRegression(
+        batch_sampling=sampling, epochs=1, classes=[0, 1], random_state=0
+    )
+    with pytest.warns(UndeclaredBoundWarning) as record:
+        model.fit(X, y)
+    message = str(record[0].message)
+    assert record[0].filename == __file__  # points at the caller of fit
+    for fix in ("row_norm", "SchemaEncoder", "row_norm_", "make_private_pipeline"):
+        assert fix in message
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(batch_sampling="cyclic", row_norm=1.0),
+        dict(batch_sampling="shuffle", row_norm=3.0),
+        dict(batch_sampling="poisson"),
+        dict(batch_sampling="balls-and-bins"),
+    ],
+)
+def test_no_unit_ball_warning_with_a_declared_bound_or_an_amplified_sampler(params):
+    X, y = make_classification(
+        n_samples=120, n_features=3, n_informative=2, n_redundant=0, random_state=0
+    )
+    model = DPLogisticRegression(epochs=1, classes=[0, 1], random_state=0, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UndeclaredBoundWarning)
+        model.fit(X, y)
+
+
+def test_make_private_pipeline_gives_cyclic_batches_their_bound_without_warning():
+    pd = pytest.importorskip("pandas")
+    from skdp.pipeline import make_private_pipeline
+    from skdp.schema import TableSchema
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"age": rng.integers(17, 91, 200), "sex": rng.choice(["F", "M"], 200)}
+    )
+    schema = TableSchema({"age": (17, 90), "sex": ["F", "M"]}, classes=[0, 1])
+    y = (frame["age"] > 50).astype(int)
+    model = make_private_pipeline(
+        schema, DPLogisticRegression(batch_sampling="cyclic", epochs=1)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UndeclaredBoundWarning)
+        model.fit(frame, y)
+    assert model[-1].row_norm == pytest.approx(np.sqrt(2))

@@ -110,7 +110,9 @@ def test_row_norm_bound_holds_on_adversarial_rows(data, numeric, handle_unknown)
             encoder.transform(frame)
         return
     out = encoder.transform(frame)
-    assert out.shape == (len(frame), len(encoder.get_feature_names_out()))
+    names = encoder.get_feature_names_out()
+    assert out.shape == (len(frame), len(names))
+    assert len(set(names)) == len(names)
     assert np.all(np.isfinite(out))
     assert np.all(np.linalg.norm(out, axis=1) <= encoder.row_norm_ * (1 + 1e-12))
     # The same rows as a 2-d object array in the schema's order.
@@ -220,3 +222,48 @@ def test_set_output_pandas():
     frame = pd.DataFrame({"age": [10, 90], "sex": ["F", "M"]})
     out = SchemaEncoder(schema).set_output(transform="pandas").fit_transform(frame)
     assert list(out.columns) == ["age", "sex_F", "sex_M"]
+
+
+@pytest.mark.parametrize(
+    "columns, handle_unknown, first, second, name",
+    [
+        ({"a": ["b_c", "x"], "a_b": ["c", "y"]}, "error", "'a'", "'a_b'", "'a_b_c'"),
+        ({"a_b": (0, 1), "a": ["b"]}, "error", "'a_b'", "'a'", "'a_b'"),
+        ({"a": ["other", "x"]}, "other", "category 'other'", "undeclared", "'a_other'"),
+        (
+            {"a": Categorical(["missing", "x"], nullable=True)},
+            "error",
+            "category 'missing'",
+            "missing indicator",
+            "'a_missing'",
+        ),
+    ],
+)
+def test_repeated_output_names_are_refused_naming_both_columns(
+    columns, handle_unknown, first, second, name
+):
+    # Issue 20: such schemas gave two output columns the same name.
+    encoder = SchemaEncoder(TableSchema(columns), handle_unknown=handle_unknown)
+    frame = pd.DataFrame({key: [None] for key in columns})
+    with pytest.raises(ValueError, match="not unique") as info:
+        encoder.fit(frame)
+    message = str(info.value)
+    assert first in message and second in message and name in message
+    assert message.index(first) < message.index(second)
+    assert not hasattr(encoder, "schema_")  # refused before any state changes
+
+
+def test_a_declared_other_is_fine_when_undeclared_values_get_no_output():
+    encoder = SchemaEncoder(TableSchema({"a": ["other", "x"]}), handle_unknown="ignore")
+    assert encoder.fit().get_feature_names_out().tolist() == ["a_other", "a_x"]
+
+
+def test_close_bin_edges_far_from_zero_get_distinct_names():
+    # Six significant digits read 1000000 and 1000000.00033 alike.
+    schema = TableSchema({"x": Numeric(1e6, 1e6 + 0.001, bins=3), "y": ["a", "b"]})
+    encoder = SchemaEncoder(schema, numeric="bins").fit()
+    names = encoder.get_feature_names_out().tolist()
+    assert len(set(names)) == len(names) == 5
+    assert names[0] == f"x_[1000000.0, {1e6 + 0.001 / 3!r})"
+    wide = SchemaEncoder(TableSchema({"x": Numeric(0, 100, bins=4)}), numeric="bins")
+    assert wide.fit().get_feature_names_out()[0] == "x_[0, 25)"

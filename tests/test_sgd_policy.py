@@ -7,6 +7,7 @@ import pytest
 
 from skdp._solvers._sgd import DEFAULT_POLICY, ByRelation, SGDPolicy, auto_epochs
 from skdp.accounting import Neighbouring
+from skdp.exceptions import UndeclaredBoundWarning
 from skdp.linear_model import DPLogisticRegression
 
 
@@ -30,6 +31,16 @@ def test_a_policy_variant_reaches_the_fit_without_touching_the_defaults():
     assert fitted.n_iter_ == 3 * 4
     assert fitted.privacy_spent_.epsilon <= 0.1
     assert DPLogisticRegression(**params).fit(X, y).n_iter_ == 30 * 4
+
+
+def test_the_unit_ball_warning_states_the_policy_radius():
+    # The warning says which ball the rows are projected onto: the policy's.
+    X, y = _data(n=100)
+    wide = dataclasses.replace(DEFAULT_POLICY, cyclic_row_norm=2.5)
+    variant = type("Variant", (DPLogisticRegression,), {"_policy": wide})
+    model = variant(batch_sampling="cyclic", epochs=1, classes=[0, 1], random_state=0)
+    with pytest.warns(UndeclaredBoundWarning, match="ball of radius 2.5"):
+        model.fit(X, y)
 
 
 @pytest.mark.parametrize("field", ["poisson_clip", "quiet_clip"])

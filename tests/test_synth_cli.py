@@ -56,6 +56,29 @@ def test_synth_refuses_a_missing_domain(files, capsys):
     assert "colour" in capsys.readouterr().err
 
 
+def test_synth_suggests_the_near_miss_of_a_misspelt_domain_column(files, capsys):
+    # Issue 20: a typo in a domain key named the key but no close column.
+    data, domain, _ = files
+    domain.write_text(
+        json.dumps({"age": {"low": 18, "high": 90}, "color": ["red", "green", "blue"]})
+    )
+    assert main(["synth", str(data), "--domain", str(domain)]) == 2
+    err = capsys.readouterr().err
+    assert "not in the CSV: ['color']" in err
+    assert "did you mean 'colour'?" in err
+
+
+def test_synth_gives_no_hint_when_no_column_is_close(files, capsys):
+    data, domain, _ = files
+    domain.write_text(
+        json.dumps({"age": {"low": 18, "high": 90}, "zzz": [1], "colour": ["red"]})
+    )
+    assert main(["synth", str(data), "--domain", str(domain)]) == 2
+    err = capsys.readouterr().err
+    assert "not in the CSV: ['zzz']" in err
+    assert "did you mean" not in err
+
+
 def test_synth_infers_a_numeric_range_and_says_what_it_spent(files, capsys):
     data, domain, tmp = files
     domain.write_text(json.dumps({"colour": ["red", "green", "blue"]}))

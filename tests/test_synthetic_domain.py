@@ -380,6 +380,16 @@ def test_declared_column_not_in_the_table_suggests_the_near_miss():
     assert "did you mean 'education'?" in str(info.value)
 
 
+def test_workload_column_not_in_the_table_suggests_the_near_miss():
+    # Issue 20: a typo in a workload set named the key but no close column.
+    X = pd.DataFrame({"education": ["a", "b"] * 20, "age": [20, 30] * 20})
+    domain = {"education": ["a", "b"], "age": (17, 90)}
+    model = DPSyntheticData(domain=domain, workload=[("educaton", "age")])
+    with pytest.raises(ValueError, match="unknown columns") as info:
+        model.fit(X)
+    assert "did you mean 'education'?" in str(info.value)
+
+
 def test_other_sentinel_cannot_merge_with_a_declared_other():
     # Issue 25: a real category "other" and the level of undeclared values
     # were one level under handle_unknown="other".

@@ -1,5 +1,6 @@
 """DPLogisticRegression: logistic regression trained by DP-SGD or DP-SGLD."""
 
+import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -19,6 +20,7 @@ from .._solvers._sgd import (
 )
 from .._solvers._sgd._dask import HeldRows, run_logistic_sgd_dask
 from ..accounting import account
+from ..exceptions import UndeclaredBoundWarning
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
     MAGNITUDE_LIMIT,
@@ -158,8 +160,10 @@ default="poisson"
         docs/benchmarks.md, "Defaults chosen on the panel"). Cyclic and
         shuffled batches set their "auto" step, clip and last-iterate bound
         from a row bound: without one they project rows onto the unit ball
-        (``row_norm=1.0``), as in earlier releases. ``SchemaEncoder``'s
-        ``row_norm_`` is a valid bound.
+        (``row_norm=1.0``), and ``fit`` warns
+        (:class:`~skdp.exceptions.UndeclaredBoundWarning`) whatever the rows,
+        since whether a row is larger is private. ``SchemaEncoder``'s
+        ``row_norm_`` is a valid bound (``make_private_pipeline`` passes it).
     max_grad_norm : float in (0, 1e30] or "auto", default="auto"
         Per-example gradient clip norm. ``"auto"``, cyclic and shuffled: the
         largest gradient norm possible on rows of norm ``row_norm``, so clipping
@@ -402,6 +406,31 @@ default="poisson"
                 "set epsilon, or calibration_share=0 with a fixed noise_multiplier."
             )
 
+    def _warn_default_row_bound(self):
+        """Say that cyclic or shuffled batches without ``row_norm`` use the default.
+
+        Those plans project every row onto the ball of the policy's
+        ``cyclic_row_norm`` (the unit ball), which scales down every row of
+        larger norm, such as rows encoded on public bounds. Raised from the
+        parameters alone, never from the rows: whether a row exceeds the
+        bound is private. The stack level points at the caller of ``fit``.
+        """
+        if self.row_norm is not None or self.batch_sampling in AMPLIFIED:
+            return
+        warnings.warn(
+            f"batch_sampling={self.batch_sampling!r} without row_norm projects "
+            f"every row onto the ball of radius {self._policy.cyclic_row_norm:g}: "
+            "rows of larger norm are scaled down to it, which erases much of "
+            "the signal of rows encoded on public bounds (SchemaEncoder's rows "
+            "reach norm sqrt(n_columns)). Declare the public bound: "
+            "row_norm=SchemaEncoder(schema).row_norm_bound() (a fitted "
+            "encoder's row_norm_), as make_private_pipeline does; or use "
+            "batch_sampling='poisson', which needs none. This warning does not "
+            "look at the rows (that would read the private data).",
+            UndeclaredBoundWarning,
+            stacklevel=6,
+        )
+
     def _row_norm(self):
         """The row bound the run uses: ``row_norm``, None (Poisson: no bound)."""
         if self.row_norm is None and self.batch_sampling not in AMPLIFIED:
@@ -510,6 +539,15 @@ default="poisson"
         Returns
         -------
         self : DPLogisticRegression
+
+        Warns
+        -----
+        UndeclaredBoundWarning
+            ``batch_sampling="cyclic"`` or ``"shuffle"`` without ``row_norm``:
+            the rows are projected onto the unit ball. Raised from the
+            parameters alone, whether or not a row is changed.
+        PrivacyLeakWarning
+            ``classes=None``: the classes are read from ``y``.
         """
         if is_dask_collection(X):
             return self._fit_private(self._dask_validated(X, y, sample_weight))
@@ -518,6 +556,7 @@ default="poisson"
     def _dask_validated(self, X, y, sample_weight):
         """A Dask fit's inputs: held on the workers, checked from their sums."""
         self._check_settings()
+        self._warn_default_row_bound()
         held, classes = held_fit_inputs(X, y, sample_weight, self.classes)
         self.n_features_in_ = held.shape[1]
         if hasattr(self, "feature_names_in_"):
@@ -527,6 +566,7 @@ default="poisson"
     def _validated(self, X, y, sample_weight):
         """The fit's inputs, checked against their public bounds."""
         self._check_settings()
+        self._warn_default_row_bound()
         X, y = validate_data(
             self, X, y, dtype=[np.float64, np.float32], copy=False, y_numeric=False
         )

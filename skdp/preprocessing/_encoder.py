@@ -14,6 +14,11 @@ __all__ = ["SchemaEncoder"]
 
 # How many offending values an error message lists.
 _SHOWN_VALUES = 5
+# The output for undeclared categories, as an error about output names says it.
+_OTHER_OUTPUT = (
+    "its output for undeclared values (handle_unknown='other'; with "
+    "handle_unknown='ignore' they have none)"
+)
 
 
 def _is_frame(X):
@@ -45,6 +50,47 @@ def _bin_edges(spec):
     if isinstance(spec.bins, tuple):
         return np.asarray(spec.bins, dtype=float)
     return np.linspace(spec.low, spec.high, int(spec.bins) + 1)
+
+
+def _edge_labels(edges):
+    """Labels of increasing bin edges: ``{:g}``, or round-trip if that repeats one.
+
+    ``{:g}`` keeps six significant digits, so close edges far from 0 (say
+    1000000 and 1000000.5) would read alike; the shortest round-trip form
+    (``repr``) tells any two distinct floats apart.
+    """
+    labels = [f"{edge:g}" for edge in edges]
+    if len(set(labels)) < len(labels):
+        labels = [repr(float(edge)) for edge in edges]
+    return labels
+
+
+def _check_unique_names(outputs):
+    """Refuse output names given twice, naming the two declarations that give them.
+
+    ``outputs`` holds ``(name, column, what)`` for each output column: its
+    name, the declared column it comes from and which of that column's
+    outputs it is (for the message).
+    """
+    first = {}
+    for name, column, what in outputs:
+        if name not in first:
+            first[name] = (column, what)
+            continue
+        column0, what0 = first[name]
+        where = (
+            f"column {column!r} names two of its outputs {name!r}: {what0} and {what}"
+            if column == column0
+            else f"column {column0!r} ({what0}) and column {column!r} ({what}) "
+            f"both name an output {name!r}"
+        )
+        raise ValueError(
+            f"The schema's output feature names are not unique: {where}. Rename "
+            "a column or a category in the schema (output columns are named "
+            "<column>_<category>, <column>_other and <column>_missing); "
+            "scikit-learn refuses a DataFrame with repeated column names, and "
+            "coefficients read by name would be ambiguous."
+        )
 
 
 def _numeric_values(name, column):
@@ -114,6 +160,15 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
     whatever the input (values beyond the bounds, unknown categories under
     every policy, missing values), a bound to give a private estimator as its
     ``row_norm``.
+
+    Output columns are named ``<column>_<category>``, ``<column>_[lo, hi)``
+    per bin, ``<column>`` for a scaled value, ``<column>_other`` and
+    ``<column>_missing`` (:meth:`get_feature_names_out`). Two outputs must
+    not share a name: ``fit`` refuses a schema where they would (column
+    ``"a"`` with category ``"b_c"`` beside column ``"a_b"`` with category
+    ``"c"``; a declared category ``"other"`` under ``handle_unknown="other"``),
+    naming both columns, as scikit-learn's ``ColumnTransformer`` refuses
+    repeated output names.
 
     Parameters
     ----------
@@ -228,8 +283,16 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
         Returns
         -------
         self : SchemaEncoder
+
+        Raises
+        ------
+        ValueError
+            A declared feature is absent from ``X``; or two output columns
+            would share a name (see :meth:`get_feature_names_out`), the
+            message naming the columns that give it.
         """
         schema = _as_schema(self.schema)
+        _check_unique_names(self._outputs(schema))
         if X is not None:
             self._check_layout(schema, X)
         self.schema_ = schema
@@ -346,6 +409,33 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
             return out
         return np.hstack([out, missing[:, None].astype(float)])
 
+    def _outputs(self, schema):
+        """``(name, column, what)`` of each output column, in output order.
+
+        ``name`` is the output's feature name, ``column`` the declared column
+        it comes from and ``what`` which of that column's outputs it is.
+        """
+        outputs = []
+        for name, spec, binned in self._blocks(schema):
+            if isinstance(spec, Categorical):
+                outputs += [
+                    (f"{name}_{category}", name, f"its category {category!r}")
+                    for category in spec.categories
+                ]
+                if self.handle_unknown == "other":
+                    outputs.append((f"{name}_other", name, _OTHER_OUTPUT))
+            elif binned:
+                labels = _edge_labels(_bin_edges(spec))
+                outputs += [
+                    (f"{name}_[{lo}, {hi})", name, f"its bin [{lo}, {hi})")
+                    for lo, hi in zip(labels[:-1], labels[1:], strict=True)
+                ]
+            else:
+                outputs.append((str(name), name, "its scaled value"))
+            if spec.nullable:
+                outputs.append((f"{name}_missing", name, "its missing indicator"))
+        return outputs
+
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns.
 
@@ -358,24 +448,12 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
         -------
         ndarray of str
             ``name`` for a scaled numeric column, ``name_<category>`` per
-            category, ``name_[lo, hi)`` per bin, ``name_other`` and
-            ``name_missing`` for the unknown and missing outputs.
+            category, ``name_[lo, hi)`` per bin (edges as ``{:g}``, or in
+            full where that would read two edges alike), ``name_other`` and
+            ``name_missing`` for the unknown and missing outputs. Unique:
+            ``fit`` refuses a schema that would repeat a name.
         """
         check_is_fitted(self)
-        names = []
-        for name, spec, binned in self._blocks(self.schema_):
-            if isinstance(spec, Categorical):
-                names += [f"{name}_{category}" for category in spec.categories]
-                if self.handle_unknown == "other":
-                    names.append(f"{name}_other")
-            elif binned:
-                edges = _bin_edges(spec)
-                names += [
-                    f"{name}_[{lo:g}, {hi:g})"
-                    for lo, hi in zip(edges[:-1], edges[1:], strict=True)
-                ]
-            else:
-                names.append(str(name))
-            if spec.nullable:
-                names.append(f"{name}_missing")
-        return np.asarray(names, dtype=object)
+        return np.asarray(
+            [name for name, _, _ in self._outputs(self.schema_)], dtype=object
+        )

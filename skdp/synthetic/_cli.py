@@ -18,6 +18,7 @@ import numpy as np
 
 from ..accounting import account
 from ..schema import Categorical, Numeric, as_column
+from ..schema._schema import did_you_mean
 from ..utils._argtypes import positive, probability
 from ._domain import NamedColumns
 from ._estimator import DPSyntheticData
@@ -48,9 +49,7 @@ def read_domain(path, header, *, infer=False, can_infer=True, typed=()):
         raw = json.load(handle)
     if not isinstance(raw, dict):
         raise ValueError("The domain file must hold one JSON object: column -> spec.")
-    unknown = sorted(set(raw) - set(header))
-    if unknown:
-        raise ValueError(f"The domain names columns not in the CSV: {unknown}.")
+    _check_declared_names(raw, header)
     domain, numeric = {}, set()
     for name in header:
         if name not in raw:
@@ -71,6 +70,23 @@ def read_domain(path, header, *, infer=False, can_infer=True, typed=()):
         if isinstance(domain[name], (tuple, Numeric)):
             numeric.add(name)
     return domain, numeric
+
+
+def _check_declared_names(raw, header):
+    """Refuse a domain naming columns the input lacks, with the closest names.
+
+    Each unknown name comes with the header's closest undeclared columns, as
+    the schema's errors do: ``"educaton"`` gets ``did you mean 'education'?``.
+    """
+    unknown = sorted(set(raw) - set(header))
+    if not unknown:
+        return
+    undeclared = [name for name in header if name not in raw]
+    pairs = [(name, did_you_mean(name, undeclared)) for name in unknown]
+    hints = "".join(
+        f" Column {name!r} is not in the CSV{hint}" for name, hint in pairs if hint
+    )
+    raise ValueError(f"The domain names columns not in the CSV: {unknown}.{hints}")
 
 
 def _column_domain(name, spec, typed=False):

@@ -16,6 +16,7 @@ from .._solvers._measure import CodesCounts, CountedTables
 from .._solvers._tree import TreePolicy
 from ..accounting import account
 from ..schema import TableSchema
+from ..schema._schema import did_you_mean
 from ..utils._sklearn import Interval, StrOptions, fit_context
 from ..utils._validation import check_add_remove_delta
 from ._dask import (
@@ -673,9 +674,15 @@ def _workload_indices(workload, keys):
             )
         missing = [key for key in clique if key not in index]
         if missing or not clique:
+            pairs = [(key, did_you_mean(key, keys)) for key in missing]
+            hints = "".join(
+                f" Column {key!r} is not in the table{hint}"
+                for key, hint in pairs
+                if hint
+            )
             raise ValueError(
                 f"workload set {clique!r} names no column or unknown columns "
-                f"{missing!r} (columns: {keys!r})."
+                f"{missing!r} (columns: {keys!r}).{hints}"
             )
         out.append(tuple(sorted({index[key] for key in clique})))
     if not out:

@@ -59,7 +59,8 @@ class SGDPolicy:
     #: A count needs little budget to set the plan within a few rows of n
     #: (docs/benchmarks.md, "Add/remove without reading n").
     count_share: float = 0.02
-    #: Cyclic and shuffled batches without a declared row bound keep the unit ball
+    #: Cyclic and shuffled batches without a declared row bound keep the unit ball,
+    #: and their fit says so (UndeclaredBoundWarning), whatever the rows
     #: (docs/benchmarks.md, "Defaults chosen on the panel").
     cyclic_row_norm: float = 1.0
 
