@@ -15,7 +15,7 @@ from . import (
     schema,
     synthetic,
 )
-from .exceptions import OrderGridWarning, PrivacyLeakWarning
+from .exceptions import OrderGridWarning, PrivacyLeakWarning, UndeclaredBoundWarning
 from .fairness import DPSaddlePointClassifier
 from .linear_model import DPLogisticRegression
 from .schema import TableSchema
@@ -30,6 +30,7 @@ __all__ = [
     "OrderGridWarning",
     "PrivacyLeakWarning",
     "TableSchema",
+    "UndeclaredBoundWarning",
     "__version__",
     "accounting",
     "audit",

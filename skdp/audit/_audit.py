@@ -705,7 +705,7 @@ def audit(
     >>> X = rng.uniform(-0.4, 0.4, size=(100, 3))
     >>> y = (X[:, 0] > 0).astype(int)
     >>> est = DPLogisticRegression(epsilon=1.0, epochs=1, batch_size=25,
-    ...                            batch_sampling="cyclic")
+    ...                            batch_sampling="cyclic", row_norm=1.0)
     >>> result = audit(est, X, y, n_trials=40, random_state=0)
     >>> result.epsilon_lower <= result.epsilon_reported
     True

@@ -343,7 +343,8 @@ def audit_one_run(
     >>> X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(200, 3))
     >>> y = (X[:, 0] > 0).astype(int)
     >>> est = DPLogisticRegression(epsilon=1.0, epochs=2, batch_size=50,
-    ...                            batch_sampling="cyclic", classes=[0, 1])
+    ...                            batch_sampling="cyclic", row_norm=1.0,
+    ...                            classes=[0, 1])
     >>> result = audit_one_run(est, X, y, n_canaries=100, random_state=0)
     >>> result.n_canaries, result.k_guesses in result.candidates
     (100, True)
