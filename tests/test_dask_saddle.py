@@ -19,8 +19,11 @@ pd = pytest.importorskip("pandas")
 from dask.callbacks import Callback  # noqa: E402
 from dask.utils import key_split  # noqa: E402
 
+from skdp._solvers import _mirror_dask, _saddle_dask  # noqa: E402
 from skdp._solvers._gda import _dask as _gda_dask  # noqa: E402
 from skdp._solvers._gda._releases import ProjectedRows  # noqa: E402
+from skdp._solvers._mirror import MemoryRows  # noqa: E402
+from skdp._solvers._saddle import SaddleSolver  # noqa: E402
 from skdp._solvers._sgd import _dask as _sgd_dask  # noqa: E402
 from skdp.fairness import DPSaddlePointClassifier  # noqa: E402
 from skdp.preprocessing import SchemaEncoder  # noqa: E402
@@ -77,6 +80,7 @@ def _assert_same_fit(a, b):
     assert b.n_features_in_ == a.n_features_in_
     np.testing.assert_array_equal(b.classes_, a.classes_)
     np.testing.assert_array_equal(b.groups_, a.groups_)
+    assert a.draw_ranges_ == b.draw_ranges_
 
 
 CASES = {
@@ -86,6 +90,10 @@ CASES = {
     "no-cap-fixed-steps": dict(weight_cap=None, learning_rate=0.5, eta_p=0.3),
     "no-momentum-no-intercept": dict(momentum=0.0, fit_intercept=False),
     "clip-and-row-norm": dict(max_grad_norm=0.2, row_norm=2.0, max_loss=1.0),
+    "mirror": dict(solver="mirror"),
+    "mirror-bounds-no-intercept": dict(
+        solver="mirror", fit_intercept=False, feature_bound=0.5, l1_radius=5.0
+    ),
 }
 
 
@@ -97,19 +105,28 @@ def test_fit_is_the_in_memory_fit(case):
     _assert_same_fit(a, b)
 
 
-def test_one_group_float32_fit_is_the_in_memory_fit():
+@pytest.mark.parametrize("solver", ["gda", "mirror"])
+def test_one_group_float32_fit_is_the_in_memory_fit(solver):
     X, y, _ = _data()
     X = X.astype(np.float32)
-    a = _model(groups=None).fit(X, y)
-    b = _model(groups=None).fit(*_chunked(X, y))
+    a = _model(groups=None, solver=solver).fit(X, y)
+    b = _model(groups=None, solver=solver).fit(*_chunked(X, y))
     _assert_same_fit(a, b)
 
 
 class _Recorder:
-    """The fit's generator, recording every Gaussian draw and its scale."""
+    """The fit's generator, recording every draw (and a Gaussian's scale)."""
 
     def __init__(self, rng):
-        self.rng, self.draws, self.scales = rng, [], []
+        self.rng, self.draws, self.scales, self.picks = rng, [], [], []
+
+    def permutation(self, n):
+        self.picks.append(self.rng.permutation(n))
+        return self.picks[-1].copy()
+
+    def choice(self, *args, **kwargs):
+        self.picks.append(self.rng.choice(*args, **kwargs))
+        return self.picks[-1].copy()
 
     def normal(self, loc=0.0, scale=1.0, size=None):
         draw = self.rng.standard_normal(size)
@@ -148,6 +165,20 @@ def test_the_noise_is_the_in_memory_noise():
         np.testing.assert_array_equal(first, second)
     assert a.recorder_.scales[:2] == b.recorder_.scales[:2]
     np.testing.assert_allclose(b.recorder_.scales, a.recorder_.scales, rtol=RTOL)
+
+
+def test_the_secret_order_and_the_draws_are_the_in_memory_ones():
+    X, y, g = _data()
+    params = dict(epsilon=1.0, n_iter=40, groups=GROUPS, classes=[0, 1])
+    a = _fit(_Recording(random_state=0, solver="mirror", **params), X, y, g)
+    b = _fit(_Recording(random_state=0, solver="mirror", **params), *_chunked(X, y, g))
+    _assert_same_fit(a, b)
+    # the permutation, then a vertex and a group per step
+    assert len(a.recorder_.picks) == 1 + 2 * 40
+    for first, second in zip(a.recorder_.picks, b.recorder_.picks, strict=True):
+        np.testing.assert_array_equal(first, second)
+    for first, second in zip(a.recorder_.draws, b.recorder_.draws, strict=True):
+        np.testing.assert_array_equal(first, second)  # the counts' noise
 
 
 def test_groups_and_labels_given_in_memory_are_cut_like_x():
@@ -253,7 +284,8 @@ def _check_aggregates_only(calls, model, n_partitions):
     first, *later = calls
     held = [r for name, r in first if name == "prepare_group_partition"]
     assert len(held) == n_partitions
-    assert all(isinstance(r, ProjectedRows) for r in held)
+    form = MemoryRows if model.solver == "mirror" else ProjectedRows
+    assert all(isinstance(r, form) for r in held)
     n_coef = model.coef_.shape[1] + int(model.fit_intercept)
     n_groups = model.groups_.size
     step = (n_coef + n_groups,) if n_groups > 1 else (n_coef,)
@@ -262,10 +294,13 @@ def _check_aggregates_only(calls, model, n_partitions):
         for name, result in call:
             names.add(name)
             if name == "summarise_group_partition":
-                assert isinstance(result, _gda_dask.GroupSummary)
+                assert isinstance(result, _saddle_dask.GroupSummary)
                 assert np.shape(result.group_counts) == (n_groups,)
             elif name == "partition_step_sums":
                 assert isinstance(result, np.ndarray) and result.shape == step
+            elif name == "partition_batch_sums":
+                shape = (n_coef + n_groups,)
+                assert isinstance(result, np.ndarray) and result.shape == shape
             else:
                 assert name == "partition_second_moment", name
                 assert isinstance(result, np.ndarray)
@@ -284,20 +319,38 @@ def test_no_task_returns_rows():
         "partition_step_sums",
         "partition_second_moment",
     }
+    watch = _Results()
+    with watch:
+        model = _fit(_model(solver="mirror"), *_chunked(X, y, g))
+    names = _check_aggregates_only(watch.calls, model, len(CHUNKS))
+    assert names == {"summarise_group_partition", "partition_batch_sums"}
 
 
-def test_the_row_check_catches_a_partition_that_returns_rows(monkeypatch):
+def _leaky_step(rows, w, group_weights, clip_norm, max_loss, losses):
+    return rows.X @ w[:-1]
+
+
+def _leaky_batch(rows, index, w, row_weights, plan, fit_intercept):
+    return rows.X[index] @ w[:-1]
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "leaky", "solver"),
+    [
+        (_gda_dask, "partition_step_sums", _leaky_step, "gda"),
+        (_mirror_dask, "partition_batch_sums", _leaky_batch, "mirror"),
+    ],
+)
+def test_the_row_check_catches_a_partition_that_returns_rows(
+    monkeypatch, module, name, leaky, solver
+):
     """The check above fails when a partition sends its rows' scores."""
-
-    def leaky(rows, w, group_weights, clip_norm, max_loss, losses):
-        return rows.X @ w[:-1]
-
-    monkeypatch.setattr(_gda_dask, "partition_step_sums", leaky)
+    monkeypatch.setattr(module, name, leaky)
     X, y, g = _data()
-    model = _fit(_model(), X, y, g)
+    model = _fit(_model(solver=solver), X, y, g)
     watch = _Results()
     with watch, pytest.raises(ValueError):
-        _fit(_model(), *_chunked(X, y, g, chunks=(N,)))
+        _fit(_model(solver=solver), *_chunked(X, y, g, chunks=(N,)))
     with pytest.raises(AssertionError):
         _check_aggregates_only(watch.calls, model, 1)
 
@@ -358,7 +411,11 @@ def test_a_failed_fit_leaves_the_estimator_as_it_was():
         ("ok", dict(classes=None), "declare the public classes"),
         ("ok", dict(classes=[0, 1, 2]), "binary classification only"),
         ("ok", dict(groups=None), "declare the public set of groups"),
-        ("ok", dict(solver="mirror"), "only solver='gda' is supported"),
+        (
+            "ok",
+            dict(solver="mirror", neighbouring="add-remove", delta=1e-5),
+            "supported by solver='gda' only",
+        ),
         ("no-groups", dict(), "groups is set but fit got no sensitive_features"),
         ("empty", dict(), r"Found array with 0 sample\(s\)"),
         ("short-groups", dict(), "sensitive_features has 599 entries but X has 600"),
@@ -385,6 +442,17 @@ def test_refused_with_a_clear_error(inputs, params, match):
         _fit(_model(**params), *args)
     if inputs == "ok":  # refused from the parameters: no partition read
         assert watch.calls == []
+
+
+class _OtherSolver(DPSaddlePointClassifier):
+    _saddle_solvers = {"gda": SaddleSolver()}
+
+
+def test_a_solver_without_a_dask_run_is_refused_before_any_read():
+    watch = _Results()
+    with watch, pytest.raises(ValueError, match="has no run on Dask collections"):
+        _fit(_OtherSolver(groups=GROUPS, classes=[0, 1]), *_chunked(*_data()))
+    assert watch.calls == []
 
 
 def test_dask_stays_optional_for_in_memory_fits():

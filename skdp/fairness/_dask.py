@@ -1,15 +1,16 @@
 """DPSaddlePointClassifier's inputs on Dask: prepared where they are read.
 
-:func:`held_game_rows` reads every partition once, in the task that reads
-it (:func:`skdp._solvers._sgd._dask.hold_blocks`): :func:`prepare_group_partition`
-checks its rows, labels and group labels with the in-memory checks and
-messages, and projects its rows onto the public ball as the in-memory run
-does (:func:`skdp._solvers._gda._releases.project_rows`); the partition is
-held there for the run. Only the partitions' sizes and exact group counts
-reach the client (:class:`skdp._solvers._gda._dask.HeldGameRows`); a
-partition that breaks a check raises, with its message, before any release.
+:func:`held_saddle_rows` reads every partition once, in the task that reads
+it (:func:`skdp._solvers._sgd._dask.hold_blocks`):
+:func:`prepare_group_partition` checks its rows, labels and group labels
+with the in-memory checks and messages and puts them in the form the
+solver's run reads (projected onto the public ball for ``"gda"``, as given
+for ``"mirror"``); the partition is held there for the run. Only the
+partitions' sizes and exact group counts reach the client
+(:class:`skdp._solvers._saddle_dask.HeldSaddleRows`); a partition that
+breaks a check raises, with its message, before any release.
 
-Only ``solver="gda"`` runs on Dask (:func:`check_dask_solver`).
+Each solver's held rows are chosen once, from :data:`HELD_ROWS`.
 
 Dask is an optional dependency; it is imported only for a Dask input.
 """
@@ -18,32 +19,37 @@ import numpy as np
 from sklearn.utils import check_array
 
 from .._solvers._gda import GDASolver
-from .._solvers._gda._dask import HeldGameRows, run_gda_dask
-from .._solvers._gda._releases import project_rows
-from .._solvers._rows import loss_row_norm
+from .._solvers._gda._dask import HeldGameRows
+from .._solvers._mirror import MirrorSolver
+from .._solvers._mirror_dask import HeldMirrorRows
 from .._solvers._saddle import SaddleRows
+from .._solvers._saddle_dask import HeldSaddleRows
 from .._solvers._sgd._dask import _aligned_blocks, hold_blocks
 from ..linear_model._dask import _as_array, _check_lengths, _declared_classes
 from ._labels import encode_groups
 
 __all__ = [
-    "HeldGameRows",
-    "check_dask_solver",
+    "HELD_ROWS",
+    "HeldSaddleRows",
     "declared_binary_classes",
-    "held_game_rows",
+    "held_rows_class",
+    "held_saddle_rows",
     "prepare_group_partition",
-    "run_gda_dask",
 ]
 
+#: The held rows of each solver's Dask run, by solver type.
+HELD_ROWS = {GDASolver: HeldGameRows, MirrorSolver: HeldMirrorRows}
 
-def check_dask_solver(solver):
-    """Refuse a solver that has no Dask run (only noisy GDA has one)."""
-    if not isinstance(solver, GDASolver):
-        raise ValueError(
-            "On a Dask collection only solver='gda' is supported: the mirror "
-            "solver's one pass over secret batches is not implemented on Dask "
-            "(docs/guide/dask.md). Fit it in memory, or use solver='gda'."
-        )
+
+def held_rows_class(solver):
+    """The :class:`HeldSaddleRows` subclass of ``solver``; refused without one."""
+    for kind, held in HELD_ROWS.items():
+        if isinstance(solver, kind):
+            return held
+    raise ValueError(
+        f"The solver {type(solver).__name__} has no run on Dask collections; "
+        "fit it in memory."
+    )
 
 
 def declared_binary_classes(declared):
@@ -57,8 +63,8 @@ def declared_binary_classes(declared):
     return classes
 
 
-def held_game_rows(X, y, sensitive_features, *, classes, groups, problem):
-    """The partitions of a Dask fit, checked, projected and held on the workers.
+def held_saddle_rows(X, y, sensitive_features, *, classes, groups, problem, held):
+    """The partitions of a Dask fit, checked and held on the workers.
 
     Parameters
     ----------
@@ -74,10 +80,12 @@ dask.dataframe.DataFrame of numeric columns
     problem : skdp._solvers._saddle.SaddleProblem
         For its public ``row_norm`` and ``fit_intercept`` (the sizes in it
         are not read).
+    held : type
+        The solver's :class:`HeldSaddleRows` subclass (:func:`held_rows_class`).
 
     Returns
     -------
-    HeldGameRows
+    HeldSaddleRows
         Summarised; refused (ValueError) without rows or features.
     """
     X = _as_array(X, "X", ndim=2)
@@ -86,27 +94,29 @@ dask.dataframe.DataFrame of numeric columns
         sensitive_features = _as_array(sensitive_features, "sensitive_features", ndim=1)
         _check_group_length(X, sensitive_features)
     _check_lengths(X, y, None)
-    row_norm = loss_row_norm(problem.row_norm, problem.fit_intercept)
-    held = hold_blocks(
+    form, form_args = held.partition_form(problem)
+    partitions = hold_blocks(
         prepare_group_partition,
         _aligned_blocks(X, y, sensitive_features),
         classes,
         groups,
-        row_norm,
-        problem.fit_intercept,
+        form,
+        *form_args,
     )
-    rows = HeldGameRows(held, groups.size, problem.fit_intercept)
+    rows = held(partitions, groups.size, problem.fit_intercept)
     _check_summary(rows.summary)
     return rows
 
 
-def prepare_group_partition(X, y, sensitive, classes, groups, row_norm, fit_intercept):
-    """One partition checked, encoded and projected: a ``ProjectedRows``.
+def prepare_group_partition(X, y, sensitive, classes, groups, form, *form_args):
+    """One partition checked, encoded and put in its held form.
 
     Runs where the block is read. The checks and messages are the in-memory
     fit's: a NaN or an infinity in ``X``, a label outside ``classes``, a
     missing or undeclared group label each raise here, before any release.
-    ``sensitive`` None: one group.
+    ``sensitive`` None: one group. Returns ``form(rows, *form_args)`` of the
+    partition's ``SaddleRows`` (the solver's
+    :meth:`HeldSaddleRows.partition_form`).
     """
     X = check_array(
         X, dtype=[np.float64, np.float32], ensure_min_samples=0, input_name="X"
@@ -129,9 +139,7 @@ def prepare_group_partition(X, y, sensitive, classes, groups, row_norm, fit_inte
         codes = np.zeros(n, dtype=np.intp)
     else:
         codes = encode_groups(sensitive, groups, n)
-    return project_rows(
-        SaddleRows(X=X, y=labels, group_codes=codes), row_norm, fit_intercept
-    )
+    return form(SaddleRows(X=X, y=labels, group_codes=codes), *form_args)
 
 
 def _check_group_length(X, sensitive_features):

@@ -24,11 +24,10 @@ from ..utils._validation import (
     resolve_classes,
 )
 from ._dask import (
-    HeldGameRows,
-    check_dask_solver,
+    HeldSaddleRows,
     declared_binary_classes,
-    held_game_rows,
-    run_gda_dask,
+    held_rows_class,
+    held_saddle_rows,
 )
 from ._labels import as_labels, encode_groups
 
@@ -39,11 +38,11 @@ __all__ = ["DPSaddlePointClassifier"]
 class _FitData:
     """A validated fit: the rows, their public problem and the label sets.
 
-    ``rows`` is a :class:`HeldGameRows` for a Dask collection (partitions
-    held on the workers, already projected).
+    ``rows`` is a :class:`HeldSaddleRows` for a Dask collection (partitions
+    held on the workers in the form the solver reads).
     """
 
-    rows: SaddleRows | HeldGameRows
+    rows: SaddleRows | HeldSaddleRows
     problem: SaddleProblem
     classes: np.ndarray
     groups: np.ndarray
@@ -501,11 +500,11 @@ class DPSaddlePointClassifier(
         ``dask.dataframe.DataFrame`` of numeric columns), with ``y`` and
         ``sensitive_features`` Dask arrays or series from the same
         partitions (or arrays), declared ``classes`` and, with
-        ``sensitive_features``, declared ``groups``; ``solver="gda"`` only.
-        The partitions are held on the workers, which return only sums (the
-        group counts, each step's weighted gradient sum and group loss sums,
-        the second moment); the model is the in-memory one up to the order
-        of float sums, with the same noise and events (docs/guide/dask.md).
+        ``sensitive_features``, declared ``groups``. The partitions are held
+        on the workers, which return only sums (the group counts, each
+        step's gradient and group loss sums, the second moment); the model
+        is the in-memory one up to the order of float sums, with the same
+        noise, draws and events (docs/guide/dask.md).
         """
         if is_dask_collection(X):
             return self._fit_private(self._dask_validated(X, y, sensitive_features))
@@ -514,18 +513,19 @@ class DPSaddlePointClassifier(
     def _dask_validated(self, X, y, sensitive_features):
         """A Dask fit's inputs: held on the workers, checked where they are read."""
         self._check_settings()
-        check_dask_solver(self._saddle_solver())
+        held = held_rows_class(self._saddle_solver())
         classes = declared_binary_classes(self.classes)
         groups = self._dask_groups(sensitive_features)
         # The sizes of this problem are placeholders: held_game_rows reads only
         # the public row_norm and fit_intercept.
-        rows = held_game_rows(
+        rows = held_saddle_rows(
             X,
             y,
             sensitive_features,
             classes=classes,
             groups=groups,
             problem=self._problem(1, groups.size, 1),
+            held=held,
         )
         n_samples, n_features = rows.summary.n_rows, rows.summary.n_features
         self.n_features_in_ = n_features
@@ -585,9 +585,13 @@ class DPSaddlePointClassifier(
         return self._saddle_solver().schedule(data.problem, plan, noise_multiplier)
 
     def _run(self, schedule, noise_multiplier, data, rng):
-        if isinstance(data.rows, HeldGameRows):
-            return run_gda_dask(
-                data.rows, schedule, noise_multiplier, rng=rng, verbose=self.verbose
+        if isinstance(data.rows, HeldSaddleRows):
+            return data.rows.run(
+                data.problem,
+                schedule,
+                noise_multiplier,
+                rng=rng,
+                verbose=self.verbose,
             )
         return self._saddle_solver().run(
             data.rows,
