@@ -516,7 +516,7 @@ class DPSaddlePointClassifier(
         held = held_rows_class(self._saddle_solver())
         classes = declared_binary_classes(self.classes)
         groups = self._dask_groups(sensitive_features)
-        # The sizes of this problem are placeholders: held_game_rows reads only
+        # The sizes of this problem are placeholders: held_saddle_rows reads only
         # the public row_norm and fit_intercept.
         rows = held_saddle_rows(
             X,
