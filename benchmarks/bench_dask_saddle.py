@@ -12,7 +12,8 @@ the rows), as codes in the same array.
     ``dd.read_parquet`` of the first ``--rows`` rows, on a fresh
     ``LocalCluster`` of ``--workers`` processes (one thread each,
     ``--memory-limit`` each, spilling off). Reports the fit's wall time, the
-    time of the pass that reads, encodes, checks and holds the partitions,
+    time of the pass that reads, encodes, checks and holds the partitions
+    (Dask may read several files into one partition),
     the time per step, each worker's peak resident memory, the bytes the
     workers received from each other, and the bytes of the questions and
     answers between the client and the workers (the arrays' bytes, without
@@ -96,7 +97,7 @@ class _Traffic:
         from skdp.fairness import _saddle
 
         self.hold_s = self.step_s = 0.0
-        self.steps = self.sent = self.received = 0
+        self.steps = self.sent = self.received = self.partitions = 0
         hold = _saddle.held_saddle_rows
         ask, ask_sum = _dask.HeldRows.ask, _dask.HeldRows.ask_sum
         traffic = self
@@ -105,6 +106,7 @@ class _Traffic:
             start = time.perf_counter()
             rows = hold(*args, **kwargs)
             traffic.hold_s = time.perf_counter() - start
+            traffic.partitions = len(rows.held.parts)
             return rows
 
         def counted_ask(held, function, questions):
@@ -180,7 +182,8 @@ def fit_on_cluster(directory, rows, workers, memory_limit, solver, n_iter):
         "rows": rows,
         "workers": workers,
         "memory limit": memory_limit,
-        "partitions": len(files),
+        "files": len(files),
+        "partitions": traffic.partitions,
         "fit s": wall,
         "hold s": traffic.hold_s,
         "steps": traffic.steps,
