@@ -65,6 +65,7 @@ BENCHMARK_HEADINGS = (
     "Synthetic data on the panel",
     "Balls-and-bins batches",
     "Logistic regression on Dask",
+    "Worst-group fairness on Dask",
 )
 # A pointer into the benchmarks page: ``docs/benchmarks.md, "Heading"``,
 # ``{doc}`benchmarks`, "Heading"`` or ``{doc}`benchmarks` ("Heading")``,

@@ -65,14 +65,16 @@ from ._saddle import (
     SaddleResult,
     SaddleSolver,
     histogram_sensitivity,
-    release_group_counts,
+    noisy_counts,
 )
 
 __all__ = [
     "MirrorPlan",
     "MirrorPolicy",
+    "MemoryRows",
     "MirrorSolver",
     "make_mirror_plan",
+    "play_mirror",
     "run_mirror",
 ]
 
@@ -314,10 +316,42 @@ def _running_averages(vertex_counts, group_counts, l1_radius):
     return w, p_bar
 
 
-def _batch_estimates(w, p_bar, Xb, yb, gb, omega, plan, fit_intercept):
-    """Weighted gradient and group-loss estimates of one batch at ``w``.
+def _batch_sums(w, row_weights, Xb, yb, gb, plan, fit_intercept):
+    """A batch's two sums at ``w``, each row weighted by its group's weight.
 
     Entries of ``Xb`` are clipped to ``[-G, G]``; losses to ``[0, B]``.
+
+    Parameters
+    ----------
+    w : ndarray of shape (D,)
+    row_weights : ndarray of shape (K,)
+        The weight ``p_bar[k] omega[k]`` of a row of group ``k``.
+    Xb, yb, gb : ndarray
+        The batch's rows, labels and group indices.
+    plan : MirrorPlan
+    fit_intercept : bool
+
+    Returns
+    -------
+    gradient : ndarray of shape (D,)
+        ``sum_i row_weights[g_i] (sigmoid(s_i) - y_i) x_i``.
+    loss_sums : ndarray of shape (K,)
+        ``sum_{i in group k} clip(loss_i)``.
+    """
+    # In float64: a float32 bound can round above ``feature_bound``.
+    Xb = np.clip(np.asarray(Xb, dtype=float), -plan.feature_bound, plan.feature_bound)
+    coef = w[:-1] if fit_intercept else w
+    scores = Xb @ coef + (w[-1] if fit_intercept else 0.0)
+    residual = (expit(scores) - yb) * row_weights[gb]
+    gradient = residual @ Xb
+    if fit_intercept:
+        gradient = np.append(gradient, residual.sum())
+    losses = np.clip(np.logaddexp(0.0, scores) - yb * scores, 0.0, plan.max_loss)
+    return gradient, np.bincount(gb, weights=losses, minlength=plan.n_groups)
+
+
+def _batch_estimates(w, p_bar, Xb, yb, gb, omega, plan, fit_intercept):
+    """Weighted gradient and group-loss estimates of one batch at ``w``.
 
     Returns
     -------
@@ -326,17 +360,14 @@ def _batch_estimates(w, p_bar, Xb, yb, gb, omega, plan, fit_intercept):
     group_losses : ndarray of shape (K,)
         ``omega[k] * sum_{i in group k} clip(loss_i)``.
     """
-    # In float64: a float32 bound can round above ``feature_bound``.
-    Xb = np.clip(np.asarray(Xb, dtype=float), -plan.feature_bound, plan.feature_bound)
-    coef = w[:-1] if fit_intercept else w
-    scores = Xb @ coef + (w[-1] if fit_intercept else 0.0)
-    residual = (expit(scores) - yb) * (p_bar * omega)[gb]
-    gradient = residual @ Xb
-    if fit_intercept:
-        gradient = np.append(gradient, residual.sum())
-    losses = np.clip(np.logaddexp(0.0, scores) - yb * scores, 0.0, plan.max_loss)
-    group_losses = omega * np.bincount(gb, weights=losses, minlength=plan.n_groups)
-    return gradient + plan.l2 * w, group_losses
+    sums = _batch_sums(w, p_bar * omega, Xb, yb, gb, plan, fit_intercept)
+    return _estimates(sums, w, omega, plan)
+
+
+def _estimates(sums, w, omega, plan):
+    """:func:`_batch_estimates` from the batch's :func:`_batch_sums`."""
+    gradient, loss_sums = sums
+    return gradient + plan.l2 * w, omega * loss_sums
 
 
 def _mirror_step(scores, averages, batch, omega, steps, plan, fit_intercept):
@@ -362,15 +393,41 @@ def _mirror_step(scores, averages, batch, omega, steps, plan, fit_intercept):
     coef_scores, group_scores : ndarray
         New arrays (the inputs are not modified).
     """
-    coef_scores, group_scores = scores
     w, p_bar = averages
-    gradient, group_losses = _batch_estimates(
-        w, p_bar, *batch, omega, plan, fit_intercept
-    )
+    estimates = _batch_estimates(w, p_bar, *batch, omega, plan, fit_intercept)
+    return _scores_after(scores, estimates, steps, plan)
+
+
+def _scores_after(scores, estimates, steps, plan):
+    """The cumulative scores moved by one batch's estimates."""
+    coef_scores, group_scores = scores
+    gradient, group_losses = estimates
     return (
         coef_scores - steps[0] * plan.l1_radius * gradient,
         group_scores + steps[1] * group_losses,
     )
+
+
+class MemoryRows:
+    """The rows of a fit in memory, answering the run's sums.
+
+    A Dask collection's partitions answer the same questions where they are
+    held (:mod:`skdp._solvers._mirror_dask`).
+    """
+
+    def __init__(self, rows):
+        self.X = np.asarray(rows.X)
+        self.y = np.asarray(rows.y, dtype=float)
+        self.codes = rows.group_codes
+
+    def group_counts(self, n_groups):
+        """The exact number of rows of each group."""
+        return np.bincount(self.codes, minlength=n_groups)
+
+    def batch_sums(self, index, w, row_weights, plan, fit_intercept):
+        """:func:`_batch_sums` of the rows ``index`` (sorted)."""
+        batch = (self.X[index], self.y[index], self.codes[index])
+        return _batch_sums(w, row_weights, *batch, plan, fit_intercept)
 
 
 def run_mirror(rows, problem, plan, noise_multiplier, *, rng, verbose=0):
@@ -382,15 +439,42 @@ def run_mirror(rows, problem, plan, noise_multiplier, *, rng, verbose=0):
     sampled vertices, the group weights the frequencies of the sampled
     groups.
     """
-    X = np.asarray(rows.X)
-    y = np.asarray(rows.y, dtype=float)
-    group_codes, fit_intercept = rows.group_codes, problem.fit_intercept
+    return play_mirror(
+        MemoryRows(rows),
+        plan,
+        noise_multiplier,
+        fit_intercept=problem.fit_intercept,
+        rng=rng,
+        verbose=verbose,
+    )
+
+
+def play_mirror(sums, plan, noise_multiplier, *, fit_intercept, rng, verbose=0):
+    """The run of :func:`run_mirror` on rows that answer its sums.
+
+    Parameters
+    ----------
+    sums : MemoryRows or an object with the same questions
+        ``group_counts`` and ``batch_sums``; a Dask collection's partitions
+        answer them where they are held
+        (:class:`skdp._solvers._mirror_dask.HeldMirrorRows`).
+    plan, noise_multiplier, rng, verbose
+        As for :func:`run_mirror`.
+    fit_intercept : bool
+
+    Returns
+    -------
+    SaddleResult
+    """
     n, K, T, D = plan.n_samples, plan.n_groups, plan.n_iter, plan.n_features
 
     # Release 1: noisy group counts (n itself with one group); the
     # denominators d_k are post-processing, floored at n / T.
     std = plan.count_std(noise_multiplier)
-    counts = release_group_counts(group_codes, K, std, n, rng)
+    if std is None:
+        counts = np.array([float(n)])
+    else:
+        counts = noisy_counts(sums.group_counts(K), std, rng)
     denominators = np.maximum(counts, n / T)
     eta_w, eta_p = plan.steps(noise_multiplier, denominators.min())
 
@@ -402,13 +486,13 @@ def run_mirror(rows, problem, plan, noise_multiplier, *, rng, verbose=0):
     vertex_counts, group_counts = np.zeros(2 * D), np.zeros(K)
     averages = _running_averages(vertex_counts, group_counts, plan.l1_radius)
     for t in range(T):
-        rows = np.sort(order[bounds[t] : bounds[t + 1]])
-        omega = n / (rows.size * denominators)
-        batch = (X[rows], y[rows], group_codes[rows])
+        index = np.sort(order[bounds[t] : bounds[t + 1]])
+        omega = n / (index.size * denominators)
+        w, p_bar = averages
+        batch = sums.batch_sums(index, w, p_bar * omega, plan, fit_intercept)
         # Mirror (Hedge) steps on the cumulative scores: never released.
-        scores = _mirror_step(
-            scores, averages, batch, omega, (eta_w, eta_p), plan, fit_intercept
-        )
+        estimates = _estimates(batch, w, omega, plan)
+        scores = _scores_after(scores, estimates, (eta_w, eta_p), plan)
         # Releases 2 and 3: exponential-mechanism draws of vertices.
         vertex_probabilities, group_probabilities = _draw_probabilities(*scores)
         drawn = rng.choice(

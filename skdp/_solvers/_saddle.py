@@ -33,6 +33,7 @@ __all__ = [
     "SaddleRows",
     "SaddleSolver",
     "histogram_sensitivity",
+    "noisy_counts",
     "release_group_counts",
 ]
 
@@ -197,5 +198,13 @@ def release_group_counts(group_codes, n_groups, std, n_samples, rng):
     """
     if std is None:
         return np.array([float(n_samples)])
-    counts = np.bincount(group_codes, minlength=n_groups)
-    return counts + rng.normal(0.0, std, size=n_groups)
+    return noisy_counts(np.bincount(group_codes, minlength=n_groups), std, rng)
+
+
+def noisy_counts(counts, std, rng):
+    """The exact group ``counts`` with Gaussian noise of std ``std``.
+
+    The release of :func:`release_group_counts`, for counts already summed
+    (over a Dask collection's partitions, say).
+    """
+    return counts + rng.normal(0.0, std, size=counts.shape)

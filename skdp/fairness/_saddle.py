@@ -16,78 +16,36 @@ from .._solvers._saddle import SaddleProblem, SaddleRows
 from ..accounting import account, calibrate_noise_multiplier
 from ..exceptions import PrivacyLeakWarning
 from ..linear_model._base import LinearClassifierPredictMixin
+from ..synthetic._dask import is_dask_collection
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
     MAGNITUDE_LIMIT,
     check_add_remove_delta,
     resolve_classes,
 )
+from ._dask import (
+    HeldSaddleRows,
+    declared_binary_classes,
+    held_rows_class,
+    held_saddle_rows,
+)
+from ._labels import as_labels, encode_groups
 
 __all__ = ["DPSaddlePointClassifier"]
 
 
 @dataclass(frozen=True)
 class _FitData:
-    """A validated fit: the rows, their public problem and the label sets."""
+    """A validated fit: the rows, their public problem and the label sets.
 
-    rows: SaddleRows
+    ``rows`` is a :class:`HeldSaddleRows` for a Dask collection (partitions
+    held on the workers in the form the solver reads).
+    """
+
+    rows: SaddleRows | HeldSaddleRows
     problem: SaddleProblem
     classes: np.ndarray
     groups: np.ndarray
-
-
-def _is_missing(value):
-    if value is None:
-        return True
-    try:
-        return bool(value != value)
-    except (TypeError, ValueError):
-        return True  # pandas.NA and similar refuse to compare
-
-
-def _as_labels(values, name):
-    """1-d array of labels without missing values."""
-    labels = np.asarray(values)
-    if labels.ndim == 2 and labels.shape[1] == 1:
-        labels = labels.ravel()
-    if labels.ndim != 1:
-        raise ValueError(
-            f"{name} must be one-dimensional (one group label per row); got an "
-            f"array of shape {labels.shape}. Combine several columns into one "
-            "label first."
-        )
-    if labels.dtype.kind == "f":
-        missing = bool(np.isnan(labels).any())
-    elif labels.dtype.kind == "O":
-        missing = any(_is_missing(v) for v in labels)
-    else:
-        missing = False
-    if missing:
-        raise ValueError(
-            f"{name} contains missing values (NaN or None); give every row a "
-            "group label (for instance an explicit 'unknown' group) before fitting."
-        )
-    return labels
-
-
-def _encode_groups(sensitive_features, groups, n_samples):
-    """Group index of every row, given the public group labels ``groups``."""
-    labels = _as_labels(sensitive_features, "sensitive_features")
-    if labels.shape[0] != n_samples:
-        raise ValueError(
-            f"sensitive_features has {labels.shape[0]} entries but X has "
-            f"{n_samples} rows; pass one group label per row."
-        )
-    index = {label: k for k, label in enumerate(groups.tolist())}
-    uniques, inverse = np.unique(labels, return_inverse=True)
-    unknown = [u for u in uniques.tolist() if u not in index]
-    if unknown:
-        raise ValueError(
-            f"sensitive_features contains labels {unknown[:5]!r} that are not in "
-            f"the declared groups {groups.tolist()!r}; add them to `groups`."
-        )
-    codes = np.array([index[u] for u in uniques.tolist()], dtype=np.intp)
-    return codes[inverse.ravel()]
 
 
 class DPSaddlePointClassifier(
@@ -407,7 +365,7 @@ class DPSaddlePointClassifier(
         check_add_remove_delta(self.neighbouring, self.delta)
 
     def _declared_groups(self):
-        groups = _as_labels(self.groups, "groups")
+        groups = as_labels(self.groups, "groups")
         if groups.size == 0:
             raise ValueError("groups is empty; declare at least one group label.")
         if len(set(groups.tolist())) != groups.size:
@@ -505,9 +463,9 @@ class DPSaddlePointClassifier(
                 )
             return np.array([None], dtype=object), np.zeros(n_samples, dtype=np.intp)
         if self.groups is None:
-            labels = _as_labels(sensitive_features, "sensitive_features")
+            labels = as_labels(sensitive_features, "sensitive_features")
             groups = np.unique(labels)
-            codes = _encode_groups(labels, groups, n_samples)
+            codes = encode_groups(labels, groups, n_samples)
             warnings.warn(
                 "groups=None: the set of groups was read from sensitive_features, "
                 "which privacy_spent_ does not cover (a rare group label reveals "
@@ -517,7 +475,7 @@ class DPSaddlePointClassifier(
             )
             return groups, codes
         groups = self._declared_groups()
-        return groups, _encode_groups(sensitive_features, groups, n_samples)
+        return groups, encode_groups(sensitive_features, groups, n_samples)
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sensitive_features=None):
@@ -535,8 +493,63 @@ class DPSaddlePointClassifier(
         Returns
         -------
         self : DPSaddlePointClassifier
+
+        Notes
+        -----
+        ``X`` may be a 2-D ``dask.array.Array`` (or a
+        ``dask.dataframe.DataFrame`` of numeric columns), with ``y`` and
+        ``sensitive_features`` Dask arrays or series from the same
+        partitions (or arrays), declared ``classes`` and, with
+        ``sensitive_features``, declared ``groups``. The partitions are held
+        on the workers, which return only sums (the group counts, each
+        step's gradient and group loss sums, the second moment); the model
+        is the in-memory one up to the order of float sums, with the same
+        noise, draws and events (docs/guide/dask.md).
         """
+        if is_dask_collection(X):
+            return self._fit_private(self._dask_validated(X, y, sensitive_features))
         return self._fit_private(self._validated(X, y, sensitive_features))
+
+    def _dask_validated(self, X, y, sensitive_features):
+        """A Dask fit's inputs: held on the workers, checked where they are read."""
+        self._check_settings()
+        held = held_rows_class(self._saddle_solver())
+        classes = declared_binary_classes(self.classes)
+        groups = self._dask_groups(sensitive_features)
+        # The sizes of this problem are placeholders: held_saddle_rows reads only
+        # the public row_norm and fit_intercept.
+        rows = held_saddle_rows(
+            X,
+            y,
+            sensitive_features,
+            classes=classes,
+            groups=groups,
+            problem=self._problem(1, groups.size, 1),
+            held=held,
+        )
+        n_samples, n_features = rows.summary.n_rows, rows.summary.n_features
+        self.n_features_in_ = n_features
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return _FitData(
+            rows=rows,
+            problem=self._problem(n_samples, groups.size, n_features),
+            classes=classes,
+            groups=groups,
+        )
+
+    def _dask_groups(self, sensitive_features):
+        """The declared groups of a Dask fit; they are never read from the data."""
+        if sensitive_features is None:
+            return self._resolve_groups(None, 0)[0]
+        if self.groups is None:
+            raise ValueError(
+                "On a Dask collection, declare the public set of groups with "
+                "groups=[...]: it is not read from sensitive_features (reading "
+                "it would need a pass over the group labels that privacy_spent_ "
+                "does not cover)."
+            )
+        return self._declared_groups()
 
     def _validated(self, X, y, sensitive_features):
         """Check the inputs against their public sets; no state changes."""
@@ -572,6 +585,14 @@ class DPSaddlePointClassifier(
         return self._saddle_solver().schedule(data.problem, plan, noise_multiplier)
 
     def _run(self, schedule, noise_multiplier, data, rng):
+        if isinstance(data.rows, HeldSaddleRows):
+            return data.rows.run(
+                data.problem,
+                schedule,
+                noise_multiplier,
+                rng=rng,
+                verbose=self.verbose,
+            )
         return self._saddle_solver().run(
             data.rows,
             data.problem,
@@ -642,7 +663,7 @@ class DPSaddlePointClassifier(
                 )
             codes = np.zeros(scores.size, dtype=np.intp)
         else:
-            codes = _encode_groups(sensitive_features, self.groups_, scores.size)
+            codes = encode_groups(sensitive_features, self.groups_, scores.size)
         losses = np.logaddexp(0.0, scores) - target * scores
         correct = (scores > 0) == (target == 1)
         report = {}

@@ -3,6 +3,12 @@
 Each function here reads the private rows; its caller adds the Gaussian noise
 whose sensitivity :mod:`._plan` proves. The rows are first put on the public
 ball (a per-record map, free of privacy cost).
+
+A run asks the rows three questions, all sums over the rows
+(:class:`ProjectedRows` answers them in memory; a Dask collection's
+partitions answer them where they are held, :mod:`._dask`): the group counts,
+the second-moment matrix, and each step's weighted gradient sum and group
+loss sums (:meth:`ProjectedRows.step_sums`).
 """
 
 import math
@@ -16,6 +22,7 @@ from .._rows import (
     rounded_up_float32,
     row_norms,
     row_projection,
+    row_scores,
     tame_rows,
 )
 
@@ -60,6 +67,39 @@ class ProjectedRows:
     def n_coef(self):
         """Number of model coefficients (intercept included)."""
         return self.X.shape[1] + int(self.fit_intercept)
+
+    def group_counts(self, n_groups):
+        """The exact number of rows of each group."""
+        return np.bincount(self.codes, minlength=n_groups)
+
+    def second_moment(self):
+        """``sum_i a_i a_i^T`` of the projected rows (:func:`second_moment`)."""
+        return second_moment(self.X, self.scale, self.fit_intercept)
+
+    def step_sums(self, w, group_weights, clip_norm, max_loss, losses=True):
+        """A step's two sums at the model ``w``, from the same scores.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_coef,)
+        group_weights : ndarray of shape (n_groups,)
+            The row weight ``v_k`` of each group.
+        clip_norm, max_loss : float
+        losses : bool
+            Whether the group loss sums are asked for.
+
+        Returns
+        -------
+        gradient : ndarray of shape (n_coef,)
+            :func:`weighted_gradient`.
+        loss_sums : ndarray of shape (n_groups,) or None
+            :func:`group_loss_sums`.
+        """
+        scores = row_scores(w, self.X, self.scale, self.fit_intercept)
+        gradient = weighted_gradient(scores, self, group_weights[self.codes], clip_norm)
+        if not losses:
+            return gradient, None
+        return gradient, group_loss_sums(scores, self, max_loss, group_weights.size)
 
 
 @dataclass(frozen=True)
@@ -131,8 +171,8 @@ def second_moment(X, scale, fit_intercept, chunk=65536):
     return total
 
 
-def release_preconditioner(rows, std, n_samples, ridge, rng):
-    """Release ``sum_i a_i a_i^T`` once (Gaussian) and return its preconditioner.
+def release_preconditioner(moment, std, n_samples, ridge, rng):
+    """Release ``moment = sum_i a_i a_i^T`` once (Gaussian); its preconditioner.
 
     The upper triangle (diagonal included) gets i.i.d. noise of std ``std``
     (its sensitivity: :mod:`._plan`) and is mirrored; ``S = (sum + noise) /
@@ -146,7 +186,6 @@ def release_preconditioner(rows, std, n_samples, ridge, rng):
     Preconditioner
         ``P`` and ``tr(P S_+ P)``, the noise walk's effective dimension.
     """
-    moment = second_moment(rows.X, rows.scale, rows.fit_intercept)
     D = moment.shape[0]
     noise = np.triu(rng.normal(0.0, std, size=(D, D)))
     noise = noise + np.triu(noise, 1).T

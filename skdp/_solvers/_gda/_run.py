@@ -19,18 +19,11 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ...accounting import Neighbouring
-from .._rows import row_scores
-from .._saddle import SaddleResult, release_group_counts
-from ._releases import (
-    Preconditioner,
-    group_loss_sums,
-    project_rows,
-    release_preconditioner,
-    weighted_gradient,
-)
+from .._saddle import SaddleResult, noisy_counts
+from ._releases import Preconditioner, project_rows, release_preconditioner
 from ._schedule import GDASchedule
 
-__all__ = ["project_capped_simplex", "run_gda"]
+__all__ = ["play_gda", "project_capped_simplex", "run_gda"]
 
 logger = logging.getLogger("skdp")
 
@@ -92,13 +85,32 @@ def run_gda(rows, problem, schedule, noise_multiplier, *, rng, verbose=0):
     last :attr:`GDASchedule.tail_fraction` of the iterates, the group weights
     the adversary's last ``p``.
     """
+    data = project_rows(rows, schedule.plan.row_norm, problem.fit_intercept)
+    return play_gda(data, schedule, noise_multiplier, rng=rng, verbose=verbose)
+
+
+def play_gda(sums, schedule, noise_multiplier, *, rng, verbose=0):
+    """The run of :func:`run_gda` on rows that answer its sums.
+
+    Parameters
+    ----------
+    sums : ProjectedRows or an object with the same questions
+        ``n_coef``, ``group_counts``, ``second_moment`` and ``step_sums``
+        (:class:`~._releases.ProjectedRows`); the partitions of a Dask
+        collection answer them where they are held (:mod:`._dask`).
+    schedule, noise_multiplier, rng, verbose
+        As for :func:`run_gda`.
+
+    Returns
+    -------
+    SaddleResult
+    """
     plan = schedule.plan
-    data = project_rows(rows, plan.row_norm, problem.fit_intercept)
-    game = _first_releases(data, schedule, noise_multiplier, rng)
-    iterates = _start(data, game)
+    game = _first_releases(sums, schedule, noise_multiplier, rng)
+    iterates = _start(sums, game)
     first_averaged = game.schedule.first_averaged_step
     for step in range(plan.n_iter):
-        _step(iterates, data, game, rng)
+        _step(iterates, sums, game, rng)
         if step >= first_averaged:
             iterates.w_sum += iterates.w
         if verbose and (step + 1) % _LOG_INTERVAL == 0:
@@ -115,7 +127,7 @@ def run_gda(rows, problem, schedule, noise_multiplier, *, rng, verbose=0):
     )
 
 
-def _first_releases(data, schedule, noise_multiplier, rng):
+def _first_releases(sums, schedule, noise_multiplier, rng):
     """Release the group counts and, if planned, the second-moment matrix.
 
     The counts are released when there are groups or ``n`` is private (else
@@ -123,9 +135,10 @@ def _first_releases(data, schedule, noise_multiplier, rng):
     """
     plan = schedule.plan
     stds = plan.noise_stds(noise_multiplier)
-    counts = release_group_counts(
-        data.codes, plan.n_groups, stds.count, plan.n_samples, rng
-    )
+    if stds.count is None:
+        counts = np.array([float(plan.n_samples)])
+    else:
+        counts = noisy_counts(sums.group_counts(plan.n_groups), stds.count, rng)
     denominators = np.maximum(counts, schedule.policy.min_count)
     if plan.neighbouring is Neighbouring.ADD_REMOVE:
         schedule = schedule.at_released_size(denominators.sum())
@@ -133,7 +146,7 @@ def _first_releases(data, schedule, noise_multiplier, rng):
     preconditioner = None
     if plan.second_moment_share:
         preconditioner = release_preconditioner(
-            data,
+            sums.second_moment(),
             plan.second_moment_std(noise_multiplier),
             schedule.n_samples,
             schedule.policy.precondition_ridge,
@@ -142,34 +155,41 @@ def _first_releases(data, schedule, noise_multiplier, rng):
     return _Game(schedule, denominators, caps, stds.loss, preconditioner)
 
 
-def _start(data, game):
+def _start(sums, game):
     """The zero model and the uniform adversary (projected on its caps)."""
     n_groups = game.denominators.size
-    w = np.zeros(data.n_coef)
+    w = np.zeros(sums.n_coef)
     p = project_capped_simplex(np.full(n_groups, 1.0 / n_groups), game.caps)
     return _Iterates(w=w, w_prev=w, p=p, w_sum=np.zeros_like(w))
 
 
-def _step(iterates, data, game, rng):
-    """One step of both players, both from the scores of the current model."""
-    scores = row_scores(iterates.w, data.X, data.scale, data.fit_intercept)
-    w_next = _model_step(iterates, scores, data, game, rng)
+def _step(iterates, sums, game, rng):
+    """One step of both players, both from the sums at the current model.
+
+    The row weights ``v_k = p_k / n_k`` come from earlier releases, so the
+    gradient sum's sensitivity ``2 C max_k v_k`` is fixed before the rows are
+    read.
+    """
+    plan = game.schedule.plan
+    weights = iterates.p / game.denominators
+    grouped = game.denominators.size > 1
+    grad, loss_sums = sums.step_sums(
+        iterates.w, weights, plan.clip_norm, plan.max_loss, losses=grouped
+    )
+    w_next = _model_step(iterates, grad, weights.max(), game, rng)
     iterates.w_prev = iterates.w
-    if game.denominators.size > 1:
-        iterates.p = _adversary_step(iterates.p, scores, data, game, rng)
+    if grouped:
+        iterates.p = _adversary_step(iterates.p, loss_sums, game, rng)
     iterates.w = w_next
 
 
-def _model_step(iterates, scores, data, game, rng):
+def _model_step(iterates, grad, heaviest, game, rng):
     """Release the noisy weighted gradient sum; return the heavy-ball step.
 
-    The row weights ``v_k = p_k / n_k`` come from earlier releases, so the
-    sum's sensitivity ``2 C max_k v_k`` is fixed before the rows are read.
+    ``heaviest`` is the largest row weight ``max_k v_k``, which scales the
+    noise.
     """
     schedule, w = game.schedule, iterates.w
-    weights = iterates.p / game.denominators
-    heaviest = weights.max()
-    grad = weighted_gradient(scores, data, weights[data.codes], schedule.plan.clip_norm)
     grad += rng.normal(0.0, schedule.gradient_std * heaviest, size=grad.shape)
     direction = grad + schedule.l2 * w
     if game.preconditioner is None:
@@ -182,7 +202,7 @@ def _model_step(iterates, scores, data, game, rng):
     return w - step_size * direction + schedule.momentum * (w - iterates.w_prev)
 
 
-def _adversary_step(p, scores, data, game, rng):
+def _adversary_step(p, loss_sums, game, rng):
     """Release the noisy group loss sums; return the adversary's new weights.
 
     An exponentiated-gradient step on the per-row losses, projected onto the
@@ -190,7 +210,6 @@ def _adversary_step(p, scores, data, game, rng):
     """
     schedule, denominators = game.schedule, game.denominators
     plan = schedule.plan
-    loss_sums = group_loss_sums(scores, data, plan.max_loss, plan.n_groups)
     noisy_losses = loss_sums + rng.normal(0.0, game.loss_std, size=plan.n_groups)
     log_p = (
         np.log(np.maximum(p, 1e-300))

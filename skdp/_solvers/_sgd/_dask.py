@@ -46,6 +46,7 @@ __all__ = [
     "HeldRows",
     "PartitionRows",
     "PartitionSummary",
+    "hold_blocks",
     "hold_rows",
     "partition_derivatives",
     "partition_gradient",
@@ -441,20 +442,36 @@ def hold_rows(X, y, sample_weight, classes):
     HeldRows
         Summarised (:meth:`HeldRows.summarise`): nothing is refused here.
     """
-    import dask
-
-    prepare = dask.delayed(prepare_partition, pure=True)
-    parts = [
-        prepare(xb, yb, wb, classes)
-        for xb, yb, wb in _aligned_blocks(X, y, sample_weight)
-    ]
-    client = _active_client()
-    if client is not None:
-        held = HeldRows(client.compute(parts), client)
-    else:
-        held = HeldRows(list(dask.compute(*parts)), None)
+    held = hold_blocks(prepare_partition, _aligned_blocks(X, y, sample_weight), classes)
     held.summarise(classes.size)
     return held
+
+
+def hold_blocks(prepare, blocks, *args):
+    """``prepare(*block, *args)`` for each block, held where it is computed.
+
+    Parameters
+    ----------
+    prepare : callable
+        Module-level (its name keys the tasks); returns what a worker holds.
+    blocks : list of tuple
+        Aligned delayed blocks (:func:`_aligned_blocks`).
+    *args
+        Public arguments, the same for every block.
+
+    Returns
+    -------
+    HeldRows
+        Not summarised.
+    """
+    import dask
+
+    task = dask.delayed(prepare, pure=True)
+    parts = [task(*block, *args) for block in blocks]
+    client = _active_client()
+    if client is not None:
+        return HeldRows(client.compute(parts), client)
+    return HeldRows(list(dask.compute(*parts)), None)
 
 
 def sum_of_answers(function, parts, arguments):
