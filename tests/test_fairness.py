@@ -221,9 +221,9 @@ def test_inferred_groups_warn():
     assert est.groups_.tolist() == ["a", "b"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        DPSaddlePointClassifier(groups=["b", "a"], classes=[0, 1], n_iter=10).fit(
-            X, y, sensitive_features=labels
-        )
+        DPSaddlePointClassifier(
+            groups=["b", "a"], classes=[0, 1], row_norm=1.0, n_iter=10
+        ).fit(X, y, sensitive_features=labels)
 
 
 @pytest.mark.parametrize(
@@ -342,3 +342,29 @@ def test_weight_cap_bounds_the_adversary():
         epsilon=50.0, groups=[0, 1], n_iter=200, weight_cap=None, random_state=0
     ).fit(X, y, sensitive_features=g)
     assert uncapped.group_weights_[1] > 2.0 * share * 1.05
+
+
+def test_undeclared_row_norm_warns_whatever_the_rows_and_fits_the_unit_ball():
+    # Rows well inside the unit ball: the warning comes from the parameters
+    # alone (whether a row is larger is private), and the fit is that of the
+    # declared unit bound.
+    from skdp.exceptions import UndeclaredBoundWarning
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-0.3, 0.3, size=(120, 3))
+    y = (X[:, 0] > 0).astype(int)
+    groups = rng.integers(0, 2, size=120)
+    params = dict(epsilon=1.0, groups=[0, 1], classes=[0, 1], n_iter=20)
+    with pytest.warns(UndeclaredBoundWarning, match="row_norm") as record:
+        default = DPSaddlePointClassifier(**params, random_state=0).fit(
+            X, y, sensitive_features=groups
+        )
+    assert record[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UndeclaredBoundWarning)
+        declared = DPSaddlePointClassifier(**params, row_norm=1.0, random_state=0)
+        declared.fit(X, y, sensitive_features=groups)
+        DPSaddlePointClassifier(**params).privacy_plan(120, n_groups=2)
+    np.testing.assert_array_equal(default.coef_, declared.coef_)
+    assert default.privacy_spent_ == declared.privacy_spent_
+    assert default.get_params()["row_norm"] is None

@@ -14,13 +14,14 @@ from .._solvers._gda import GDASolver
 from .._solvers._mirror import MirrorSolver
 from .._solvers._saddle import SaddleProblem, SaddleRows
 from ..accounting import account, calibrate_noise_multiplier
-from ..exceptions import PrivacyLeakWarning
+from ..exceptions import PrivacyLeakWarning, UndeclaredBoundWarning
 from ..linear_model._base import LinearClassifierPredictMixin
 from ..synthetic._dask import is_dask_collection
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
     MAGNITUDE_LIMIT,
     check_add_remove_delta,
+    check_numeric_table,
     resolve_classes,
 )
 from ._dask import (
@@ -32,6 +33,10 @@ from ._dask import (
 from ._labels import as_labels, encode_groups
 
 __all__ = ["DPSaddlePointClassifier"]
+
+#: The bound of rows without a declared ``row_norm``: rows already scaled into
+#: the unit ball keep their signal; any other table must declare its bound.
+_UNDECLARED_ROW_NORM = 1.0
 
 
 @dataclass(frozen=True)
@@ -154,10 +159,13 @@ class DPSaddlePointClassifier(
         (intercept included). Public. The default: large enough for good models,
         small enough for the draws' range and the optimisation error
         (docs/benchmarks.md, "Worst-group fairness").
-    row_norm : float in (0, 1e30], default=1.0
+    row_norm : float in (0, 1e30] or None, default=None
         Public bound on the L2 norm of each row of ``X``; larger rows are
         scaled down to it (``"gda"``). ``"mirror"`` uses it as the default
-        of ``feature_bound``.
+        of ``feature_bound``. ``None``: the unit ball, and ``fit`` warns
+        (:class:`~skdp.exceptions.UndeclaredBoundWarning`) whatever the
+        rows, since whether a row is larger is private. ``SchemaEncoder``'s
+        ``row_norm_`` is a valid bound (``make_private_pipeline`` passes it).
     feature_bound : float in (0, 1e30] or None, default=None
         ``"mirror"`` only: public bound on ``|x_ij|``; entries are clipped to
         ``[-G, G]`` with ``G = feature_bound``, or ``max(feature_bound, 1)``
@@ -286,7 +294,7 @@ class DPSaddlePointClassifier(
         "alpha": [Interval(Real, 0, None, closed="left")],
         "precondition": ["boolean"],
         "l1_radius": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right")],
-        "row_norm": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right")],
+        "row_norm": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"), None],
         "feature_bound": [Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"), None],
         "max_grad_norm": [
             Interval(Real, 0, MAGNITUDE_LIMIT, closed="right"),
@@ -315,7 +323,7 @@ class DPSaddlePointClassifier(
         alpha=1e-4,
         precondition=False,
         l1_radius=20.0,
-        row_norm=1.0,
+        row_norm=None,
         feature_bound=None,
         max_grad_norm="auto",
         max_loss=2.0,
@@ -364,6 +372,32 @@ class DPSaddlePointClassifier(
         self._saddle_solver().check_neighbouring(self.neighbouring)
         check_add_remove_delta(self.neighbouring, self.delta)
 
+    def _row_norm(self):
+        """The row bound the run uses: ``row_norm``, or the unit ball's."""
+        return _UNDECLARED_ROW_NORM if self.row_norm is None else self.row_norm
+
+    def _warn_default_row_bound(self):
+        """Say that a fit without ``row_norm`` projects rows onto the unit ball.
+
+        Raised from the parameters alone, never from the rows: whether a row
+        exceeds the bound is private. The stack level points at the caller of
+        ``fit``.
+        """
+        if self.row_norm is not None:
+            return
+        warnings.warn(
+            "DPSaddlePointClassifier without row_norm bounds the rows by the unit "
+            f"ball (radius {_UNDECLARED_ROW_NORM:g}): rows of larger norm are "
+            "scaled down to it, which erases much of the signal of rows encoded "
+            "on public bounds (SchemaEncoder's rows reach norm sqrt(n_columns)). "
+            "Declare the public bound: row_norm=SchemaEncoder(schema)."
+            "row_norm_bound() (a fitted encoder's row_norm_), as "
+            "make_private_pipeline does. This warning does not look at the rows "
+            "(that would read the private data).",
+            UndeclaredBoundWarning,
+            stacklevel=6,
+        )
+
     def _declared_groups(self):
         groups = as_labels(self.groups, "groups")
         if groups.size == 0:
@@ -388,7 +422,7 @@ class DPSaddlePointClassifier(
             l2=self.alpha,
             precondition=self.precondition,
             l1_radius=self.l1_radius,
-            row_norm=self.row_norm,
+            row_norm=self._row_norm(),
             feature_bound=self.feature_bound,
             clip_norm=self.max_grad_norm,
             max_loss=self.max_loss,
@@ -513,6 +547,7 @@ class DPSaddlePointClassifier(
     def _dask_validated(self, X, y, sensitive_features):
         """A Dask fit's inputs: held on the workers, checked where they are read."""
         self._check_settings()
+        self._warn_default_row_bound()
         held = held_rows_class(self._saddle_solver())
         classes = declared_binary_classes(self.classes)
         groups = self._dask_groups(sensitive_features)
@@ -554,6 +589,8 @@ class DPSaddlePointClassifier(
     def _validated(self, X, y, sensitive_features):
         """Check the inputs against their public sets; no state changes."""
         self._check_settings()
+        self._warn_default_row_bound()
+        check_numeric_table(X, "DPSaddlePointClassifier")
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y")
