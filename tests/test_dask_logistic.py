@@ -137,6 +137,32 @@ def test_fit_on_a_local_cluster_is_the_in_memory_fit(monkeypatch):
     _assert_same_fit(a, b)
 
 
+def test_a_partition_failing_on_a_cluster_raises_its_own_error():
+    """An encoder refusing a value in one partition: its message, not a lookup error."""
+    distributed = pytest.importorskip("distributed")
+    X, y = _data()
+
+    def refuse_in_third(block, block_info=None):
+        if block_info[0]["chunk-location"][0] == 2:
+            raise ValueError("Column 'sex' holds values that are not declared")
+        return block
+
+    features = da.from_array(X, chunks=(CHUNKS, 4)).map_blocks(
+        refuse_in_third, dtype=X.dtype
+    )
+    labels = da.from_array(y, chunks=(CHUNKS,))
+    model = _model()
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster),
+        pytest.raises(ValueError, match="not declared"),
+    ):
+        model.fit(features, labels)
+    assert not hasattr(model, "coef_")
+
+
 def test_labels_in_other_partitions_than_x_are_aligned():
     """Unknown partition lengths and another layout: lengths computed, y moved."""
     X, y = _data()

@@ -246,6 +246,18 @@ def _active_client():
     return client if isinstance(client, distributed.Client) else None
 
 
+def _raise_first_failure(parts):
+    """Raise on the client the first error of a held partition's task, as raised.
+
+    A partition that fails where it is read (an encoder refusing an undeclared
+    category, a check of the rows) leaves its future in error and held nowhere;
+    its own exception, with its message, is what the user must see.
+    """
+    for part in parts:
+        if part.status == "error":
+            part.result()
+
+
 class HeldRows:
     """Partitions held where they are, and a task per partition run on them.
 
@@ -276,6 +288,7 @@ class HeldRows:
             from distributed import wait
 
             wait(parts)
+            _raise_first_failure(parts)
             where = client.who_has(parts)
             self.workers = [sorted(where[part.key])[0] for part in parts]
 
