@@ -472,3 +472,15 @@ def test_make_private_pipeline_gives_cyclic_batches_their_bound_without_warning(
         warnings.simplefilter("error", UndeclaredBoundWarning)
         model.fit(frame, y)
     assert model[-1].row_norm == pytest.approx(np.sqrt(2))
+
+
+def test_a_frame_of_strings_is_pointed_at_the_schema():
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [0.1, 0.2, 0.3, 0.4], "b": ["no", "yes", "no", "yes"]})
+    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1])
+    with pytest.raises(
+        ValueError, match=r"columns \['b'\] are not numeric.*make_private_pipeline"
+    ):
+        model.fit(frame, [0, 1, 0, 1])
+    assert not hasattr(model, "coef_")

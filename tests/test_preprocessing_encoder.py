@@ -267,3 +267,15 @@ def test_close_bin_edges_far_from_zero_get_distinct_names():
     assert names[0] == f"x_[1000000.0, {1e6 + 0.001 / 3!r})"
     wide = SchemaEncoder(TableSchema({"x": Numeric(0, 100, bins=4)}), numeric="bins")
     assert wide.fit().get_feature_names_out()[0] == "x_[0, 25)"
+
+
+def test_two_numbers_declared_as_a_list_get_a_range_hint():
+    import pandas as pd
+
+    encoder = SchemaEncoder(TableSchema({"exp": [0, 60]}))
+    with pytest.raises(ValueError, match=r"declare the tuple \(0, 60\)"):
+        encoder.fit_transform(pd.DataFrame({"exp": [3, 4, 5]}))
+    words = SchemaEncoder(TableSchema({"c": ["a", "b"]}))
+    with pytest.raises(ValueError) as info:
+        words.fit_transform(pd.DataFrame({"c": ["a", "z"]}))
+    assert "tuple" not in str(info.value)

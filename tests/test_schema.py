@@ -102,3 +102,29 @@ def test_schema_encoder_names_the_near_miss_of_a_frame():
     frame = pd.DataFrame({"educaton": ["a"], "age": [3]})
     with pytest.raises(ValueError, match="did you mean 'educaton'"):
         SchemaEncoder(schema).fit(frame)
+
+
+def test_classes_default_to_a_categorical_targets_categories():
+    schema = TableSchema({"a": (0, 1), "union": ["no", "yes"]}, target="union")
+    assert schema.classes == ("no", "yes")
+    same = TableSchema(
+        {"a": (0, 1), "y": ["no", "yes"]}, target="y", classes=["yes", "no"]
+    )
+    assert same.classes == ("yes", "no")
+    with pytest.raises(ValueError, match=r"classes=\['n', 'y'\] differ .* 'union'"):
+        TableSchema(
+            {"a": (0, 1), "union": ["no", "yes"]}, target="union", classes=["n", "y"]
+        )
+    # A numeric or undeclared target leaves classes as given.
+    assert TableSchema({"a": (0, 1)}, target="y").classes is None
+
+
+def test_a_missing_column_may_be_the_undeclared_label():
+    schema = TableSchema({"a": (0, 1), "union": ["no", "yes"]})
+    with pytest.raises(
+        ValueError, match=r"declare it with TableSchema\(\.\.\., target='union'\)"
+    ):
+        schema.check_columns(["a"])
+    with pytest.raises(ValueError) as info:
+        TableSchema({"a": (0, 1), "b": (0, 1)}, target="b").check_columns(["c"])
+    assert "target=" not in str(info.value)

@@ -25,6 +25,7 @@ from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
     MAGNITUDE_LIMIT,
     check_add_remove_delta,
+    check_numeric_table,
     check_sample_weight,
     resolve_classes,
 )
@@ -567,6 +568,7 @@ default="poisson"
         """The fit's inputs, checked against their public bounds."""
         self._check_settings()
         self._warn_default_row_bound()
+        check_numeric_table(X, "DPLogisticRegression")
         X, y = validate_data(
             self, X, y, dtype=[np.float64, np.float32], copy=False, y_numeric=False
         )

@@ -1,6 +1,7 @@
 """SchemaEncoder: a table's design matrix from its public schema alone."""
 
 import math
+import numbers
 from collections.abc import Mapping
 
 import numpy as np
@@ -120,6 +121,20 @@ def _numeric_values(name, column):
             "categorical."
         )
     return out
+
+
+def _range_hint(spec):
+    """A hint for two numbers declared as a list: a range was likely meant."""
+    values = spec.categories
+    numeric = all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values
+    )
+    if len(values) != 2 or not numeric or not values[0] < values[1]:
+        return ""
+    return (
+        f" A list declares categories; if this column is numeric in the range "
+        f"{values[0]!r} to {values[1]!r}, declare the tuple {tuple(values)!r}."
+    )
 
 
 def _category_codes(column, categories):
@@ -384,7 +399,7 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"Column {name!r} holds values that are not declared categories "
                 f"(e.g. {shown!r}); declare them in the schema, or use "
-                "handle_unknown='ignore' or 'other'."
+                f"handle_unknown='ignore' or 'other'.{_range_hint(spec)}"
             )
         width = len(spec.categories) + int(self.handle_unknown == "other")
         out = np.zeros((codes.size, width))

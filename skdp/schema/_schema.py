@@ -206,7 +206,8 @@ class TableSchema:
         The label column, if ``columns`` or the frames include it; it is not a
         feature.
     classes : sequence or None, default=None
-        The public label classes.
+        The public label classes. ``None`` with a ``target`` declared as
+        categorical in ``columns``: its categories.
     sensitive : hashable or None, default=None
         The column holding the sensitive groups (a declared categorical
         column); it stays a feature unless left out of ``columns``.
@@ -231,7 +232,7 @@ class TableSchema:
         self.features = [name for name in self.columns if name != target]
         if not self.features:
             raise ValueError("The schema declares no feature column.")
-        self.classes = None if classes is None else _checked_classes(classes)
+        self.classes = _declared_classes(classes, target, self.columns.get(target))
         if sensitive is not None and not isinstance(
             self.columns.get(sensitive), Categorical
         ):
@@ -273,9 +274,15 @@ class TableSchema:
                 f"table{did_you_mean(name, undeclared) or '.'}"
                 for name in missing
             )
+            label = (
+                f" If {missing[0]!r} is the label, declare it with "
+                f"TableSchema(..., target={missing[0]!r})."
+                if self.target is None and len(missing) == 1
+                else ""
+            )
             raise ValueError(
                 f"{found} Rename the column in the schema or in the table "
-                f"(missing: {missing!r})."
+                f"(missing: {missing!r}).{label}"
             )
 
     def check_labels(self, y):
@@ -296,6 +303,27 @@ class TableSchema:
                 f"Labels {unknown!r}{column} are not among the declared classes "
                 f"{list(self.classes)!r}."
             )
+
+
+def _declared_classes(classes, target, target_column):
+    """The classes: ``classes``, or the categories of a categorical ``target``.
+
+    Both given: they must be the same set of labels.
+    """
+    if classes is not None:
+        classes = _checked_classes(classes)
+    if not isinstance(target_column, Categorical):
+        return classes
+    categories = tuple(target_column.categories)
+    if classes is None:
+        return _checked_classes(categories)
+    if set(classes) != set(categories):
+        raise ValueError(
+            f"classes={list(classes)!r} differ from the categories declared for "
+            f"the target column {target!r}, {list(categories)!r}: declare one set "
+            "of labels (classes may be left out; the categories are then used)."
+        )
+    return classes
 
 
 def _checked_classes(classes):

@@ -13,6 +13,7 @@ from ..exceptions import PrivacyLeakWarning
 __all__ = [
     "MAGNITUDE_LIMIT",
     "check_add_remove_delta",
+    "check_numeric_table",
     "check_sample_weight",
     "default_delta",
     "enable_progress",
@@ -46,6 +47,26 @@ def check_add_remove_delta(neighbouring, delta):
             "neighbouring='add-remove' needs an explicit delta: the default "
             "min(1e-5, n ** -1.1) depends on the number of rows, which "
             "add-remove keeps private (delta_ would reveal it)."
+        )
+
+
+def check_numeric_table(X, name):
+    """Refuse a DataFrame with non-numeric columns, saying how to encode it.
+
+    A table of strings or categories must go through its public schema first
+    (``make_private_pipeline``), not a numeric conversion that would fail
+    with numpy's bare message. Reads the columns' dtypes only.
+    """
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(dtypes, "items"):
+        return
+    text = [column for column, dtype in dtypes.items() if dtype.kind not in "biuf"]
+    if text:
+        raise ValueError(
+            f"{name} takes numeric features; columns {text[:5]!r} are not numeric. "
+            "Encode the table from its public declaration: "
+            f"make_private_pipeline(TableSchema({{...}}), {name}(...)) "
+            "(docs: guide/schema)."
         )
 
 
