@@ -1,5 +1,6 @@
 """Input handling, private domain inference and the evaluation helpers."""
 
+import contextlib
 import subprocess
 import sys
 import warnings
@@ -64,7 +65,15 @@ def test_one_row_does_not_switch_integer_binning_or_the_missing_level():
     for values in (ints, floats):
         model = DPSyntheticData(
             epsilon=1.0, domain={"v": (0, 100)}, missing="category", random_state=0
-        ).fit(pd.DataFrame({"v": values}))
+        )
+        # The curator is told the 2.5 is rounded; the specs do not change.
+        rounded = values.dtype.kind == "f"
+        with (
+            pytest.warns(DomainWarning, match="1 not whole")
+            if rounded
+            else contextlib.nullcontext()
+        ):
+            model.fit(pd.DataFrame({"v": values}))
         specs.append(model.columns_[0])
     assert specs[0].integer and specs[1].integer
     assert specs[0].n_levels == specs[1].n_levels
@@ -407,3 +416,27 @@ def test_other_sentinel_cannot_merge_with_a_declared_other():
     synth = declared.fit(X[X["c"] != "zz"]).sample()
     assert set(synth["c"]) <= {"x", "other"}
     assert declared.columns_[0].n_levels == 2
+
+
+def test_integer_bounds_on_fractional_values_say_they_are_rounded():
+    import warnings
+
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"lwage": rng.uniform(4.6, 8.5, 300), "g": rng.choice(["a", "b"], 300)}
+    )
+    with pytest.warns(DomainWarning, match=r"'lwage': 300 not whole.*\(3\.0, 10\.0\)"):
+        DPSyntheticData(epsilon=1.0, domain={"lwage": (3, 10), "g": ["a", "b"]}).fit(
+            frame
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DomainWarning)
+        DPSyntheticData(
+            epsilon=1.0, domain={"lwage": (3.0, 10.0), "g": ["a", "b"]}
+        ).fit(frame)
+        whole = frame.assign(lwage=np.round(frame["lwage"]))
+        DPSyntheticData(epsilon=1.0, domain={"lwage": (3, 10), "g": ["a", "b"]}).fit(
+            whole
+        )

@@ -443,10 +443,34 @@ def encode_table(columns, specs, *, handle_unknown="error", report=None):
         else:
             column[present], changed = _encode_numeric(spec, array[present])
             kind = "clipped into the range"
+            fractional = _fractional_count(spec, array[present])
+            if fractional:
+                kind = _with_rounding(kind if changed else None, fractional, spec)
+                changed = changed or fractional
         if changed and report is not None:
             report[key] = (changed, kind)
         codes[:, j] = column
     return codes
+
+
+def _fractional_count(spec, values):
+    """How many values of an integer column (integer bounds) are not whole."""
+    if not spec.integer or values.size == 0:
+        return 0
+    numbers = np.asarray(values, dtype=float)
+    return int(np.count_nonzero(numbers != np.round(numbers)))
+
+
+def _with_rounding(clipped, fractional, spec):
+    """The report's words for a column whose integer bounds round its values."""
+    rounding = (
+        "not whole, sampled back as whole numbers (integer bounds "
+        f"declare an integer column; write ({spec.low:g}.0, {spec.high:g}.0) for "
+        "a continuous one)"
+    )
+    if clipped is None:
+        return rounding
+    return f"{clipped}, and {fractional} {rounding}"
 
 
 def _missing_value(dtype):
