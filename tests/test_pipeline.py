@@ -335,3 +335,14 @@ def test_make_private_pipeline_takes_several_steps(adult):
         leaky.fit(X, y)
     with pytest.raises(TypeError, match="needs the private estimator"):
         make_private_pipeline(SCHEMA)
+
+
+def test_a_worst_group_model_behind_a_schema_without_groups_warns():
+    plain = TableSchema({"a": (0, 1), "s": ["x", "y"]}, classes=[0, 1])
+    with pytest.warns(UserWarning, match="without a sensitive column"):
+        make_private_pipeline(plain, DPSaddlePointClassifier())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_private_pipeline(plain, DPSaddlePointClassifier(groups=["x", "y"]))
+        make_private_pipeline(SCHEMA, DPSaddlePointClassifier())
+        make_private_pipeline(plain, DPLogisticRegression())

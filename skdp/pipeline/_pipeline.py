@@ -1,6 +1,7 @@
 """A DataFrame in, a private model out: the schema drives the whole Pipeline."""
 
 import inspect
+import warnings
 from collections import Counter
 
 import numpy as np
@@ -167,7 +168,29 @@ def make_private_pipeline(
         elif not _agrees(param, value, declared):
             raise _conflict(type(est).__name__, param, value, declared)
     est.set_params(**updates)
+    _warn_without_groups(table, est)
     return PrivatePipeline(_named([encoder, *steps]))
+
+
+def _warn_without_groups(schema, est):
+    """Say that a worst-group estimator given no groups fits one group.
+
+    Without a ``sensitive`` column in the schema (or declared ``groups``), a
+    ``DPSaddlePointClassifier`` is private ERM unless ``fit`` is given
+    ``sensitive_features``; most often the schema forgot the column.
+    """
+    params = est.get_params(deep=False)
+    if "groups" not in params or params["groups"] is not None:
+        return
+    if schema.sensitive is None:
+        warnings.warn(
+            f"{type(est).__name__} behind a schema without a sensitive column: "
+            "unless fit is given sensitive_features=..., it fits one group "
+            "(private ERM). Declare TableSchema(..., sensitive='column') to "
+            "take the groups from the table.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _named(steps):
