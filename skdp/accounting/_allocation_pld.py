@@ -75,6 +75,7 @@ import numpy as np
 from scipy import special
 
 from . import _lattice
+from ._cache import bounded_cache
 from ._neighbouring import Neighbouring
 from ._policy import DEFAULT_POLICY
 
@@ -492,15 +493,38 @@ def allocation_pld_epsilon(
         A valid epsilon (``inf`` if a lattice would be too large).
     """
     relation = Neighbouring.parse(neighbouring)
-    groups = [(int(t), float(z), int(e)) for t, z, e in groups if e > 0]
+    groups = tuple((int(t), float(z), int(e)) for t, z, e in groups if e > 0)
     if not groups and gauss_mu2 <= 0:
         return 0.0
     if not groups or any(t < 2 for t, _, _ in groups):
         return math.inf  # one step an epoch is a Gaussian: the GDP route
+    return _pld_epsilon(
+        groups,
+        float(delta),
+        relation,
+        float(reference),
+        float(rel_slack),
+        policy,
+        float(gauss_mu2),
+    )
+
+
+@bounded_cache(DEFAULT_POLICY.allocation_cache_size)
+def _pld_epsilon(groups, delta, relation, reference, rel_slack, policy, gauss_mu2):
+    """:func:`allocation_pld_epsilon` on parsed arguments (cached).
+
+    A calibration reports the bound of its last accepted trial, and every
+    fit after it accounts the same events again.
+    """
     bound = _chained if relation is Neighbouring.REPLACE_ONE else _larger_direction
     try:
         return bound(
-            groups, delta, reference, rel_slack / relation.hops, policy, gauss_mu2
+            list(groups),
+            delta,
+            reference,
+            rel_slack / relation.hops,
+            policy,
+            gauss_mu2,
         )
     except _lattice.TooLarge:
         return math.inf
