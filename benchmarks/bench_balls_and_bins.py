@@ -107,7 +107,7 @@ def accuracy_table(tables, seeds, epsilons):
 PHASES = (
     ("calibration", DPLogisticRegression, "_calibrate"),
     ("rows setup", _run, "training_rows"),
-    ("steps", _run, "_descend"),
+    ("steps", _run, "descend"),
     ("allocations", _batches, "allocate_epoch"),
     ("floor", _run, "calibrate_probabilities"),
     ("accounting", DPLogisticRegression, "_account"),
@@ -126,7 +126,7 @@ def phase_clock(totals, epochs):
     def clocked(label, function):
         def run(*args, **kwargs):
             if label == "steps":
-                epochs.append(args[2].epochs)  # _descend(W, rows, plan, ...)
+                epochs.append(args[2].epochs)  # descend(W, rows, plan, ...)
             start = time.perf_counter()
             try:
                 return function(*args, **kwargs)
