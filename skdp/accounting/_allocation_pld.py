@@ -504,7 +504,9 @@ def allocation_pld_epsilon(
     Returns
     -------
     float
-        A valid epsilon (``inf`` if a lattice would be too large).
+        A valid epsilon (``inf`` when an epoch has one step: that is the
+        Gaussian route's; a direction whose lattices would be too large
+        takes its own Rényi bound, step 5).
     """
     relation = Neighbouring.parse(neighbouring)
     groups = tuple((int(t), float(z), int(e)) for t, z, e in groups if e > 0)
