@@ -104,6 +104,12 @@ TOLERANCE = {
     ("replace-one", "pld"): 1.32,
     ("replace-one", "rdp"): 2.10,
 }
+# Replace-one cases whose add hop outgrows its lattice caps at these deltas
+# (z = 0.5): the hop takes its own Rényi bound (``_allocation_pld.py``, step
+# 5) and the chain lands between the two tolerances (1.38-1.40 measured;
+# the mechanism's Rényi bound, reported there before, 1.65-1.82).
+RENYI_HOP = {(3, "replace-one", 0.5)}
+RENYI_HOP_TOLERANCE = 1.41
 
 
 # --- exact numerics --------------------------------------------------------------
@@ -338,6 +344,8 @@ def _check_against_exact(t, relation, z, epochs, deltas):
             assert spend.epsilon >= exact
             # (b) Close: within the tolerance of the bound that won.
             limit = TOLERANCE[(relation, spend.accountant)]
+            if spend.accountant == "pld" and (t, relation, z) in RENYI_HOP:
+                limit = RENYI_HOP_TOLERANCE
             assert spend.epsilon <= limit * exact, (delta, spend, exact)
 
 

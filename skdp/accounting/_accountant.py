@@ -458,8 +458,9 @@ class PLDAccountant(_TightAccountant):
     the record; docs/accounting.md, "Tighter than Rényi"). The lattice is
     planned from the Rényi epsilon of the same events, and the bound carries
     a rounding slack of about ``rel_slack`` of epsilon. For events outside
-    these cases, or a lattice past its size cap, the reported epsilon is
-    infinite.
+    these cases, or a Poisson lattice past its size cap, the reported
+    epsilon is infinite (a random allocation direction past its caps takes
+    its own Rényi bound instead).
 
     Parameters
     ----------

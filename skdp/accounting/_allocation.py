@@ -81,6 +81,7 @@ most 2 clip norms).
 import math
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 from scipy import special
 
 from ._cache import bounded_cache
@@ -116,17 +117,41 @@ def _gaussian_cap(orders, z):
     return orders / (2.0 * z * z)
 
 
+def _log_sum_exp(x, axis=None):
+    """``log sum exp(x)`` along ``axis`` (every row, or all of a 1-d ``x``).
+
+    The largest term is taken out of the sum (Blanchard, Higham and Higham
+    2021, "Accurately computing the log-sum-exp and softmax functions"):
+    ``max + log(count) + log1p(sum of the others' exp(x - max) / count)``,
+    the same arithmetic as ``scipy.special.logsumexp`` without its general
+    checks. A result that is not finite (no finite term) is computed as
+    ``log(sum(exp(x)))``.
+    """
+    top = np.max(x, axis=axis, keepdims=True)
+    at_top = x == top
+    count = np.sum(at_top, axis=axis, keepdims=True, dtype=x.dtype)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        rest = np.exp(np.where(at_top, -np.inf, x) - top)
+        total = np.sum(rest, axis=axis, keepdims=True, dtype=x.dtype)
+        total = np.where(total == 0, total, total / count)
+        out = np.log1p(total) + np.log(count) + top
+        if not np.isfinite(out).all():
+            direct = np.log(np.sum(np.exp(x), axis=axis, keepdims=True))
+            out = np.where(np.isfinite(out), out, direct)
+    return out.reshape(()) if axis is None else np.squeeze(out, axis=axis)
+
+
 def _log_series_product(a, b):
     """Log coefficients of the product of two series (log coefficients a, b).
 
     Truncated at the common length; all coefficients positive, so the
-    log-sum-exp is exact up to rounding.
+    log-sum-exp is exact up to rounding. Row ``n`` of the lagged matrix holds
+    ``b[n - k]`` at column ``k`` (``-inf`` for ``k > n``).
     """
     size = a.size
-    n = np.arange(size)
-    lag = n[:, None] - n[None, :]
-    shifted = np.where(lag >= 0, b[np.clip(lag, 0, size - 1)], -np.inf)
-    return special.logsumexp(a[None, :] + shifted, axis=1)
+    padded = np.concatenate([np.full(size - 1, -np.inf), b])
+    shifted = sliding_window_view(padded, size)[:, ::-1]
+    return _log_sum_exp(a[None, :] + shifted, axis=1)
 
 
 @bounded_cache(DEFAULT_POLICY.allocation_cache_size)
@@ -192,15 +217,12 @@ def allocation_rdp_remove(orders, steps_per_epoch, noise_multiplier):
 def _add_direction_grid(steps, z):
     """``t log phi(s / t)`` on the grid of ``log s`` (module docstring)."""
     mean, sd = -0.5 / (z * z), 1.0 / z
-    weights = np.exp(-0.5 * _Z_GRID**2)
-    weights /= weights.sum()
-    log_weights = np.log(weights)
     y = np.exp(mean + sd * _Z_GRID)
     log_s = np.arange(_LOG_S_LO, _LOG_S_HI + 1e-9, _LOG_S_STEP)
     out = np.empty(log_s.size)
     for start in range(0, log_s.size, _LOG_S_CHUNK):
         u = np.exp(log_s[start : start + _LOG_S_CHUNK]) / steps
-        log_phi = _log_laplace(u, y, weights, log_weights)
+        log_phi = _log_laplace(u, y)
         out[start : start + _LOG_S_CHUNK] = steps * log_phi
     out.setflags(write=False)
     log_s.setflags(write=False)
@@ -209,47 +231,64 @@ def _add_direction_grid(steps, z):
 
 #: Below this, ``E[exp(-uY)]`` is summed in the log domain (no underflow).
 _TINY_MASS = 1e-250
+#: Normal weights of the nodes ``_Z_GRID`` (summing to 1), and their logs.
+_WEIGHTS = np.exp(-0.5 * _Z_GRID**2)
+_WEIGHTS /= _WEIGHTS.sum()
+_LOG_WEIGHTS = np.log(_WEIGHTS)
+# Where every ``u`` of a block is known to fall on one side of a switch of
+# ``_log_laplace`` (module constants of that test, far from its edges):
+# ``u E[Y] <= _SURELY_NEAR_ONE`` gives a computed mean above 1/2 (``exp(-x)
+# >= 1 - x``), and ``u min Y >= _SURELY_TINY`` one below ``_TINY_MASS``
+# (``exp(-580) < 1e-251``), whatever the rounding of a sum of 1201 terms.
+_SURELY_NEAR_ONE = 0.49
+_SURELY_TINY = 580.0
 
 
-def _log_laplace(u, y, weights, log_weights):
+def _log_laplace(u, y):
     """``log E[exp(-u Y)]`` for each ``u``, ``Y`` on the nodes ``y``.
 
     One pass of ``exp(-u y)`` gives the mean ``E[exp(-uY)]``. Each ``u``
     then takes the evaluation of the same quadrature sum that is accurate
     where it is: above a mean of 1/2 (small ``u``), ``log1p`` of
     ``-E[1 - exp(-uY)]`` by ``expm1``; where the mean underflows towards 0,
-    a log-sum-exp; elsewhere the log of the mean.
+    a log-sum-exp; elsewhere the log of the mean. A block of ``u`` that is
+    surely all on one side skips the pass (it only chooses the evaluation).
     """
     uy = u[:, None] * y[None, :]
-    mass = np.exp(-uy) @ weights
+    if u.max() * float(y @ _WEIGHTS) * (1.0 + 1e-6) <= _SURELY_NEAR_ONE:
+        return np.log1p(np.expm1(-uy) @ _WEIGHTS)
+    if u.min() * y.min() >= _SURELY_TINY:
+        return _log_mean_tiny(uy)
+    mass = np.exp(-uy) @ _WEIGHTS
     out = np.log(np.maximum(mass, _TINY_MASS))
     near_one = mass > 0.5
     if near_one.any():
-        out[near_one] = np.log1p(np.expm1(-uy[near_one]) @ weights)
+        out[near_one] = np.log1p(np.expm1(-uy[near_one]) @ _WEIGHTS)
     tiny = mass < _TINY_MASS
     if tiny.any():
-        terms = log_weights[None, :] - uy[tiny]
-        top = terms.max(axis=1)
-        out[tiny] = top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
+        out[tiny] = _log_mean_tiny(uy[tiny])
     return out
+
+
+def _log_mean_tiny(uy):
+    """``log E[exp(-u Y)]`` per row of ``uy`` by a log-sum-exp."""
+    terms = _LOG_WEIGHTS[None, :] - uy
+    top = terms.max(axis=1)
+    return top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
 
 
 def _log_add_moment(m, steps, z):
     """An upper bound on ``log E_Q[Ybar^-m]`` for ``m >= 1`` (quadrature)."""
     log_s, t_log_phi = _add_direction_grid(steps, z)
     main = (
-        special.logsumexp(m * log_s + t_log_phi)
-        + math.log(_LOG_S_STEP)
-        - special.gammaln(m)
+        _log_sum_exp(m * log_s + t_log_phi) + math.log(_LOG_S_STEP) - special.gammaln(m)
     )
     left = m * _LOG_S_LO - special.gammaln(m + 1.0)
     # Right piece: E[G^-m P(Gamma_m > s_hi G)], log G ~ N(mean, sd^2 / t).
-    weights = np.exp(-0.5 * _Z_GRID**2)
-    weights /= weights.sum()
     log_g = -0.5 / (z * z) + _Z_GRID / (z * math.sqrt(steps))
     with np.errstate(divide="ignore"):
         log_tail = np.log(special.gammaincc(m, np.exp(_LOG_S_HI + log_g)))
-    right = special.logsumexp(np.log(weights) - m * log_g + log_tail)
+    right = _log_sum_exp(_LOG_WEIGHTS - m * log_g + log_tail)
     total = np.logaddexp(np.logaddexp(main, left), right)
     return float(total) + _QUADRATURE_ALLOWANCE
 
@@ -289,7 +328,9 @@ def allocation_rdp(orders, steps_per_epoch, noise_multiplier, neighbouring):
 
     Add/remove: the larger of the two directions. Replace-one: remove then
     add, by the weak triangle inequality, capped by the plain Gaussian bound
-    of the replace-one sensitivity, ``2 a / z^2`` (module docstring).
+    of the replace-one sensitivity, ``2 a / z^2`` (module docstring). Kept
+    for the most recent ``(orders, steps, noise, relation)`` asked (a
+    calibration and the fits after it ask the same curves again).
 
     Parameters
     ----------
@@ -304,14 +345,28 @@ def allocation_rdp(orders, steps_per_epoch, noise_multiplier, neighbouring):
     """
     orders = _as_orders(orders)
     relation = Neighbouring.parse(neighbouring)
-    t, z = int(steps_per_epoch), float(noise_multiplier)
+    curve = _allocation_curve(
+        orders, int(steps_per_epoch), float(noise_multiplier), relation
+    )
+    return curve.copy()
+
+
+@bounded_cache(
+    DEFAULT_POLICY.allocation_cache_size,
+    key=lambda orders, t, z, relation: (orders.tobytes(), t, z, relation),
+)
+def _allocation_curve(orders, t, z, relation):
+    """:func:`allocation_rdp` on parsed arguments (cached)."""
     if relation is Neighbouring.ADD_REMOVE:
-        return np.maximum(
+        curve = np.maximum(
             allocation_rdp_remove(orders, t, z), allocation_rdp_add(orders, t, z)
         )
-    chained = weak_triangle(
-        orders,
-        lambda at: allocation_rdp_remove(at, t, z),
-        lambda at: allocation_rdp_add(at, t, z),
-    )
-    return np.minimum(chained, _gaussian_cap(orders, z / relation.sum_factor))
+    else:
+        chained = weak_triangle(
+            orders,
+            lambda at: allocation_rdp_remove(at, t, z),
+            lambda at: allocation_rdp_add(at, t, z),
+        )
+        curve = np.minimum(chained, _gaussian_cap(orders, z / relation.sum_factor))
+    curve.setflags(write=False)
+    return curve

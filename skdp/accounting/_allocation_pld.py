@@ -62,6 +62,18 @@ then on the *loss*.
    (remove, then add) moves the sum by at most one record's bound, so
    ``mu`` is the per-record one in both hops, as for Poisson steps.
 
+5. **A direction past the caps.** Where a direction's lattices would
+   outgrow their size caps (small noise and a small delta: the add
+   direction's sums need a fine spacing), that direction alone takes its
+   Rényi bound: the curve of its ordered pair, ``D_a(P || Q)`` (remove) or
+   ``D_a(Q || P)`` (add) of ``_allocation.py`` times the epochs, plus ``a
+   mu^2 / 2`` for the Gaussian releases, converted to ``(epsilon, delta)``
+   by the conversion of ``_rdp.rdp_to_epsilon``, which bounds the
+   hockey-stick divergence of that ordered pair (Balle et al. 2020,
+   Theorem 21). Under add/remove the larger direction is reported as
+   before; under replace-one the hop is chained with the other as any
+   ``(epsilon, delta)`` pair is.
+
 Where a summand's lattice would be too wide for the point cap (small noise
 multipliers: the log-normal's upper tail), the spacing grows and the bound
 loosens (it stays valid); the caller reports the smaller of this bound and
@@ -75,8 +87,11 @@ import numpy as np
 from scipy import special
 
 from . import _lattice
+from ._allocation import allocation_rdp_add, allocation_rdp_remove
+from ._cache import bounded_cache
 from ._neighbouring import Neighbouring
 from ._policy import DEFAULT_POLICY
+from ._rdp import DEFAULT_ORDERS, rdp_to_epsilon
 
 __all__ = ["allocation_epsilon", "allocation_pld_epsilon"]
 
@@ -489,31 +504,90 @@ def allocation_pld_epsilon(
     Returns
     -------
     float
-        A valid epsilon (``inf`` if a lattice would be too large).
+        A valid epsilon (``inf`` when an epoch has one step: that is the
+        Gaussian route's; a direction whose lattices would be too large
+        takes its own Rényi bound, step 5).
     """
     relation = Neighbouring.parse(neighbouring)
-    groups = [(int(t), float(z), int(e)) for t, z, e in groups if e > 0]
+    groups = tuple((int(t), float(z), int(e)) for t, z, e in groups if e > 0)
     if not groups and gauss_mu2 <= 0:
         return 0.0
     if not groups or any(t < 2 for t, _, _ in groups):
         return math.inf  # one step an epoch is a Gaussian: the GDP route
+    return _pld_epsilon(
+        groups,
+        float(delta),
+        relation,
+        float(reference),
+        float(rel_slack),
+        policy,
+        float(gauss_mu2),
+    )
+
+
+@bounded_cache(DEFAULT_POLICY.allocation_cache_size)
+def _pld_epsilon(groups, delta, relation, reference, rel_slack, policy, gauss_mu2):
+    """:func:`allocation_pld_epsilon` on parsed arguments (cached).
+
+    A calibration reports the bound of its last accepted trial, and every
+    fit after it accounts the same events again.
+    """
     bound = _chained if relation is Neighbouring.REPLACE_ONE else _larger_direction
     try:
         return bound(
-            groups, delta, reference, rel_slack / relation.hops, policy, gauss_mu2
+            list(groups),
+            delta,
+            reference,
+            rel_slack / relation.hops,
+            policy,
+            gauss_mu2,
         )
     except _lattice.TooLarge:
         return math.inf
+
+
+def _direction_bound(
+    groups, direction, delta, reference, rel_slack, scale, policy, gauss_mu2
+):
+    """``bound(delta, eta)`` of one direction: its lattice, or its Rényi bound.
+
+    Where the lattice would outgrow its caps, the direction's own Rényi
+    curve stands in (step 5 of the module docstring); the Hoeffding share
+    ``eta`` is then not needed.
+    """
+    try:
+        lattice, h0 = _direction_loss_lattice(
+            groups, direction, delta, reference, rel_slack, scale, policy, gauss_mu2
+        )
+    except _lattice.TooLarge:
+        curve = _direction_rdp(groups, direction, gauss_mu2)
+        return lambda d, e: rdp_to_epsilon(DEFAULT_ORDERS, curve, d, warn=False)[0]
+    return lambda d, e: lattice.bound(h0, d, e)
+
+
+def _direction_rdp(groups, direction, gauss_mu2):
+    """The Rényi curve of one direction of all epochs and Gaussian releases.
+
+    ``D_a(P || Q)`` (remove) or ``D_a(Q || P)`` (add) of one epoch
+    (``_allocation.py``), times its epochs (composition: Mironov 2017,
+    Proposition 1), plus ``a mu^2 / 2`` for the Gaussian releases in either
+    direction (Mironov 2017, Proposition 7).
+    """
+    rdp_of = allocation_rdp_remove if direction == "remove" else allocation_rdp_add
+    curve = DEFAULT_ORDERS * gauss_mu2 / 2.0
+    for t, z, epochs in groups:
+        curve = curve + epochs * rdp_of(DEFAULT_ORDERS, t, z)
+    return curve
 
 
 def _larger_direction(groups, delta, reference, rel_slack, policy, gauss_mu2):
     """Add/remove: the larger of the two directions' epsilons."""
     results = []
     for direction in ("remove", "add"):
-        lattice, h0 = _direction_loss_lattice(
+        bound = _direction_bound(
             groups, direction, delta, reference, rel_slack, 1.0, policy, gauss_mu2
         )
-        results.append(lattice.bound(h0, delta, policy.eta_share * delta))
+        results.append(bound(delta, policy.eta_share * delta))
     return max(results)
 
 
@@ -525,18 +599,18 @@ def _chained(groups, delta, reference, rel_slack, policy, gauss_mu2):
     is valid).
     """
     share = policy.chain_plan_share
-    remove, h0 = _direction_loss_lattice(
+    remove = _direction_bound(
         groups, "remove", delta, reference, rel_slack, share, policy, gauss_mu2
     )
-    eps_1 = remove.bound(h0, share * delta, share * policy.eta_share * delta)
+    eps_1 = remove(share * delta, share * policy.eta_share * delta)
     exponent = min(max(eps_1, 0.0), _MAX_HOP_EXPONENT)
     scale = policy.add_hop_scale * math.exp(-exponent)
-    add, h0_add = _direction_loss_lattice(
+    add = _direction_bound(
         groups, "add", delta, reference, rel_slack, scale, policy, gauss_mu2
     )
     return _lattice.chained_epsilon(
-        lambda d, e: remove.bound(h0, d, e),
-        lambda d, e: add.bound(h0_add, d, e),
+        remove,
+        add,
         delta,
         math.inf,
         eta_share=policy.eta_share,
