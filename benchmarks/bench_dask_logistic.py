@@ -16,6 +16,11 @@ with the label ``income`` (1.0 for ``">50K"``) in the same array.
     step, each worker's peak resident memory, the bytes the workers received
     from each other and the bytes of the questions and answers between the
     client and the workers.
+``latency``
+    The round trip a step pays on an otherwise empty ``LocalCluster`` of
+    ``--workers`` processes: one small task per worker (the 8-float model
+    in, an 8-float sum out), gathered on the client, ``--repeats`` times;
+    best and median, with the load average before and after.
 ``memory``
     The same fit in memory on the first ``--rows`` rows (read file by file
     into one float32 matrix), in a subprocess whose private memory is capped
@@ -205,6 +210,47 @@ def fit_on_cluster(directory, rows, workers, memory_limit, batch_size, epochs):
     }
 
 
+def _step_answer(model):
+    """A worker's answer to a step's question, without the arithmetic."""
+    return model + 1.0
+
+
+def step_latency(workers, repeats):
+    """Best and median seconds of a step's round trip on an idle cluster."""
+    from distributed import Client, LocalCluster
+
+    load_before = os.getloadavg()[0]
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        client.wait_for_workers(workers)
+        addresses = sorted(client.scheduler_info()["workers"])
+        model = np.zeros(8)
+        times = []
+        for _ in range(repeats + 5):  # the first five warm the connections
+            start = time.perf_counter()
+            futures = [
+                client.submit(_step_answer, model, workers=[a], pure=False)
+                for a in addresses
+            ]
+            sum(client.gather(futures))
+            times.append(time.perf_counter() - start)
+    times = np.array(times[5:])
+    return {
+        "workers": workers,
+        "repeats": repeats,
+        "best ms": round(1e3 * times.min(), 2),
+        "median ms": round(1e3 * float(np.median(times)), 2),
+        "load": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    }
+
+
 def fit_in_memory(directory, rows, batch_size, epochs):
     """The same fit in memory on the first ``rows`` rows (run in a subprocess)."""
     import pandas as pd
@@ -260,7 +306,8 @@ def _print(rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=["dask", "memory"])
+    parser.add_argument("step", choices=["dask", "memory", "latency"])
+    parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--dir", default="/tmp/skdp_adult_like")
     parser.add_argument("--rows", type=int, nargs="+", default=[20_000_000])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
@@ -285,6 +332,11 @@ def main(argv=None):
                 print(json.dumps(r), flush=True)
                 results.append(r)
         _print(results)
+    elif args.step == "latency":
+        for workers in args.workers:
+            r = step_latency(workers, args.repeats)
+            print(json.dumps(r), flush=True)
+            results.append(r)
     else:
         for rows in args.rows:
             r = in_memory_subprocess(
