@@ -23,6 +23,7 @@ __all__ = [
     "Lattice",
     "Levels",
     "TooLarge",
+    "FN_RTOL",
     "UNIT_ROUNDOFF",
     "chained_epsilon",
     "chord_up",
@@ -36,6 +37,7 @@ __all__ = [
     "merged",
     "normal_pieces",
     "plan_twice",
+    "sub_intervals",
     "with_errors",
 ]
 
@@ -48,6 +50,7 @@ _UP_NUDGE = 1e-8
 # Relative accuracy assumed of ndtr / exp in the cell moments (a few ulps,
 # taken generously).
 _FN_RTOL = 16.0 * UNIT_ROUNDOFF
+FN_RTOL = _FN_RTOL
 # Convolution method (its error is bounded either way): inputs shorter than
 # this are convolved directly, ...
 _DIRECT_BELOW = 64
@@ -625,6 +628,39 @@ def plan_twice(epsilon_at, planned, floor, replan_below):
     if not math.isfinite(epsilon):
         return None
     return max(0.0, epsilon), "pld"
+
+
+def sub_intervals(edges, width, start):
+    """Pieces of the cells ``(edges[c], edges[c + 1]]`` cut at a grid.
+
+    The grid runs from ``start`` by ``width`` up to the last finite edge;
+    the pieces' ends are the finite edges and the grid points, so the
+    pieces of a cell partition it exactly (the first piece is open to
+    ``-inf`` when the first cell is).
+
+    Parameters
+    ----------
+    edges : ndarray
+        Non-decreasing cell edges, possibly ``-inf`` at the start.
+    width, start : float
+
+    Returns
+    -------
+    lower, upper : ndarray
+        The pieces' ends (``lower`` is ``-inf`` for the first piece).
+    cell : ndarray of int
+        The cell each piece lies in.
+    """
+    finite = edges[np.isfinite(edges)]
+    stop = float(finite[-1])
+    count = max(0, math.floor((stop - start) / width)) + 1
+    grid = start + width * np.arange(count)
+    points = np.unique(np.concatenate([finite, grid[grid <= stop]]))
+    lower = np.concatenate([[-np.inf], points[:-1]])
+    upper = points
+    cell = np.searchsorted(edges, upper, side="left") - 1
+    keep = (cell >= 0) & (cell < edges.size - 1)
+    return lower[keep], upper[keep], cell[keep]
 
 
 def merged(groups):
