@@ -30,27 +30,54 @@ def _delta(n):
     return n**-1.1
 
 
-def _dp_accounting_upper(q, z, steps, delta):
+def _dp_accounting_upper(q, z, steps, delta, neighbouring):
+    """dp_accounting's pessimistic PLD epsilon on its 1e-5 grid.
+
+    Its REPLACE_ONE pair is ``(1 - q) N(0, z^2) + q N(-1, z^2)`` against
+    ``(1 - q) N(0, z^2) + q N(1, z^2)`` (records at -1 and +1 under the same
+    Poisson sampling).
+    """
+    dp_accounting = pytest.importorskip("dp_accounting")
     pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    relations = dp_accounting.NeighboringRelation
+    relation = (
+        relations.REPLACE_ONE
+        if neighbouring == "replace-one"
+        else relations.ADD_OR_REMOVE_ONE
+    )
     one = pld.from_gaussian_mechanism(
         standard_deviation=z,
         sensitivity=1.0,
         sampling_prob=q,
         pessimistic_estimate=True,
         value_discretization_interval=1e-5,
+        neighboring_relation=relation,
     )
     return one.self_compose(steps).get_epsilon_for_delta(delta)
 
 
-@pytest.mark.parametrize("setting, closeness", [(MILLION, 1.03), (TEN_MILLION, 1.06)])
-def test_defaults_at_scale_stay_on_the_pld(setting, closeness):
+# How far above dp_accounting's pessimistic estimate skdp may be. Add/remove:
+# 1.5% measured (2% and 3.9% before the sub-interval rounding bound).
+# Replace-one: 25% and 29% measured; skdp chains the two add/remove hops
+# through the data set without the record (group privacy), looser than the
+# direct pair, so this checks validity and speed, closeness only loosely.
+@pytest.mark.parametrize(
+    "setting, neighbouring, closeness",
+    [
+        (MILLION, "add-remove", 1.02),
+        (TEN_MILLION, "add-remove", 1.02),
+        (MILLION, "replace-one", 1.27),
+        (TEN_MILLION, "replace-one", 1.31),
+    ],
+)
+def test_defaults_at_scale_stay_on_the_pld(setting, neighbouring, closeness):
     n, z, steps = setting
     q, delta = 256 / n, _delta(n)
     event = PoissonGaussianEvent(q, z, count=steps)
-    rdp = account(event, delta, neighbouring="add-remove", warn=False)
-    tight = account(event, delta, neighbouring="add-remove", accountant="pld")
+    rdp = account(event, delta, neighbouring=neighbouring, warn=False)
+    tight = account(event, delta, neighbouring=neighbouring, accountant="pld")
     assert tight.accountant == "pld"
-    upper = _dp_accounting_upper(q, z, steps, delta)
+    upper = _dp_accounting_upper(q, z, steps, delta, neighbouring)
     # Never below dp_accounting's pessimistic estimate, and close to it.
     assert upper <= tight.epsilon <= closeness * upper
     assert tight.epsilon < 0.6 * rdp.epsilon
