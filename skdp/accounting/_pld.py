@@ -328,6 +328,12 @@ class _Plan:
             allowance_combine=self.allowance_combine * floating,
         )
 
+    def relaxed(self, factor):
+        """The same plan, its long convolutions allowed ``factor`` times more."""
+        return replace(
+            self, levels=[replace(levels, relax=factor) for levels in self.levels]
+        )
+
 
 def _plan(steps, slack, eta, tail, floating, policy):
     """Lattice spacings (integer multiples of ``h0``) and tail cut-offs.
@@ -644,7 +650,9 @@ def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, po
         remove = _direction_lattice(steps, gauss_mu2, "remove", plan, policy)
         if replace_one:
             scale = _add_hop_scale(remove, plan.h0, delta, policy)
-            plan = plan.scaled(min(scale, policy.add_hop_tail_scale), scale)
+            floating = min(scale, policy.add_hop_fp_scale)
+            plan = plan.scaled(min(scale, policy.add_hop_tail_scale), floating)
+            plan = plan.relaxed(scale / floating)
         add = _direction_lattice(steps, gauss_mu2, "add", plan, policy)
     except _lattice.TooLarge:
         return math.inf
@@ -665,7 +673,7 @@ def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, po
 
 
 def _add_hop_scale(remove, h0, delta, policy):
-    """Scale of the add hop's floating-point budget (planning only).
+    """Scale of the add hop's budgets (planning only).
 
     The chain takes the add hop at ``delta_2 = (1 - share) delta exp(-eps_1)``
     (:func:`~._lattice.chained_epsilon`); its budget is planned for the
@@ -674,8 +682,11 @@ def _add_hop_scale(remove, h0, delta, policy):
     best split without being smaller than it needs (a smaller one sends
     more of each convolution to the direct, quadratic-time part). Any plan
     is valid: a split whose ``delta_2`` the add lattice cannot meet is
-    skipped. The tail budget takes the smaller of this and
-    ``add_hop_tail_scale`` (a smaller tail only widens the lattice a little).
+    skipped. The tail and floating-point budgets take the smaller of this
+    and ``add_hop_tail_scale`` / ``add_hop_fp_scale`` (a smaller tail only
+    widens the lattice a little; a smaller allowance favours the direct,
+    nearly exact convolution), and this scale is the allowance only of
+    convolutions whose direct part would be long.
     """
     share = policy.chain_plan_share
     eps_1 = remove.bound(h0, share * delta, share * policy.eta_share * delta)
