@@ -58,9 +58,9 @@ _DIRECT_BELOW = 64
 # window first leaves out this mass, shrunk by this factor until it fits.
 _FIRST_OUTSIDE = 1e-3
 _OUTSIDE_SHRINK = 0.1
-# A direct part of more products than this may use a lattice's relaxed
-# allowance (about 0.05 s of direct convolution; docs/benchmarks.md,
-# "Accounting at scale").
+# A direct part of more products than this (about 0.05 s of direct
+# convolution) may use a lattice's relaxed allowance
+# (docs/benchmarks.md, "Accounting at scale").
 _CHEAP_DIRECT = 1 << 26
 
 
