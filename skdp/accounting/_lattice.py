@@ -23,6 +23,7 @@ __all__ = [
     "Lattice",
     "Levels",
     "TooLarge",
+    "FN_RTOL",
     "UNIT_ROUNDOFF",
     "chained_epsilon",
     "chord_up",
@@ -36,6 +37,7 @@ __all__ = [
     "merged",
     "normal_pieces",
     "plan_twice",
+    "sub_intervals",
     "with_errors",
 ]
 
@@ -48,6 +50,7 @@ _UP_NUDGE = 1e-8
 # Relative accuracy assumed of ndtr / exp in the cell moments (a few ulps,
 # taken generously).
 _FN_RTOL = 16.0 * UNIT_ROUNDOFF
+FN_RTOL = _FN_RTOL
 # Convolution method (its error is bounded either way): inputs shorter than
 # this are convolved directly, ...
 _DIRECT_BELOW = 64
@@ -55,6 +58,10 @@ _DIRECT_BELOW = 64
 # window first leaves out this mass, shrunk by this factor until it fits.
 _FIRST_OUTSIDE = 1e-3
 _OUTSIDE_SHRINK = 0.1
+# A direct part of more products than this (about 0.05 s of direct
+# convolution) may use a lattice's relaxed allowance
+# (docs/benchmarks.md, "Accounting at scale").
+_CHEAP_DIRECT = 1 << 26
 
 
 class TooLarge(Exception):
@@ -84,19 +91,52 @@ def _fft_error(n_out, a, b):
     return math.sqrt(n_out) * 2.0 * eps_f * norms
 
 
-def _fft_convolve(a, b, square, allowance, max_direct=None):
+def _fft_convolve(a, b, square, allowance, max_direct=None, relaxed=None):
     """``a * b`` with an absolute (L1) and a relative error bound.
 
     Plain FFT when its error bound is within ``allowance``; otherwise the
     window holding all but a small mass of ``a`` (and of ``b``) is convolved
     directly (relative error) and the products involving the rest by FFT,
-    the rest shrunk until the bound fits (or the window is whole). A direct
-    part of more than ``max_direct`` products raises ``TooLarge``.
+    the rest shrunk until the bound fits (or the window is whole). When that
+    direct part would exceed ``_CHEAP_DIRECT`` products and a larger
+    allowance ``relaxed`` is given, the same is done within ``relaxed``. A
+    direct part of more than ``max_direct`` products raises ``TooLarge``.
     """
     n_out = a.size + b.size - 1
     error = _fft_error(n_out, a, b)
     if error <= allowance:
         return _fft(a, b, square), error, 0.0
+    split = _split(a, b, square, allowance, n_out)
+    ia, ib = split[0], split[1]
+    products = (ia[1] - ia[0]) * (ib[1] - ib[0])
+    if relaxed is not None and relaxed > allowance and products > _CHEAP_DIRECT:
+        if error <= relaxed:
+            return _fft(a, b, square), error, 0.0
+        split = _split(a, b, square, relaxed, n_out)
+    ia, ib, error, whole, tails = split
+    if max_direct is not None and (ia[1] - ia[0]) * (ib[1] - ib[0]) > max_direct:
+        raise TooLarge
+    p = np.zeros(n_out)
+    direct = np.convolve(a[ia[0] : ia[1]], b[ib[0] : ib[1]])
+    p[ia[0] + ib[0] : ia[0] + ib[0] + direct.size] = direct
+    rel = _direct_rel(min(ia[1] - ia[0], ib[1] - ib[0]))
+    if whole:
+        return p, 0.0, rel
+    tail_a, tail_b, bulk_a, bulk_b = tails
+    if square:
+        p += _fft(tail_a, a + bulk_a, False)
+    else:
+        p += _fft(a, tail_b, False) + _fft(tail_a, bulk_b, False)
+    return p, error, rel
+
+
+def _split(a, b, square, allowance, n_out):
+    """Bulk windows of ``a`` and ``b`` whose rest's FFT error fits ``allowance``.
+
+    Returns ``(ia, ib, error, whole, (tail_a, tail_b, bulk_a, bulk_b))``:
+    the windows, the FFT error bound of the products involving the rest,
+    whether the windows are whole, and the split arrays.
+    """
     # The rest's FFT error is about sqrt(n) 2 eps_F 2 ||a||_2 times its mass.
     eps_f = 10.0 * UNIT_ROUNDOFF * math.log2(n_out)
     scale = math.sqrt(n_out) * 4.0 * eps_f * float(np.linalg.norm(a))
@@ -116,21 +156,8 @@ def _fft_convolve(a, b, square, allowance, max_direct=None):
             error = _fft_error(n_out, a, tail_b) + _fft_error(n_out, tail_a, bulk_b)
         whole = ia == (0, a.size) and ib == (0, b.size)
         if error <= allowance or whole:
-            break
+            return ia, ib, error, whole, (tail_a, tail_b, bulk_a, bulk_b)
         outside *= _OUTSIDE_SHRINK
-    if max_direct is not None and (ia[1] - ia[0]) * (ib[1] - ib[0]) > max_direct:
-        raise TooLarge
-    p = np.zeros(n_out)
-    direct = np.convolve(a[ia[0] : ia[1]], b[ib[0] : ib[1]])
-    p[ia[0] + ib[0] : ia[0] + ib[0] + direct.size] = direct
-    rel = _direct_rel(min(ia[1] - ia[0], ib[1] - ib[0]))
-    if whole:
-        return p, 0.0, rel
-    if square:
-        p += _fft(tail_a, a + bulk_a, False)
-    else:
-        p += _fft(a, tail_b, False) + _fft(tail_a, bulk_b, False)
-    return p, error, rel
 
 
 def _fft(a, b, square):
@@ -223,7 +250,15 @@ class Lattice:
         )
 
     def convolve(
-        self, other, tau, allowance, *, max_points, low_tau=None, max_direct=None
+        self,
+        other,
+        tau,
+        allowance,
+        *,
+        max_points,
+        low_tau=None,
+        max_direct=None,
+        relaxed=None,
     ):
         """Distribution of the sum of independent draws, trimmed at ``tau``.
 
@@ -232,7 +267,8 @@ class Lattice:
         ``allowance`` by convolving the bulk of the mass directly and only
         the small rest by FFT. More than ``max_points`` output points, or a
         direct part of more than ``max_direct`` products (None: no limit),
-        raise :class:`TooLarge`.
+        raise :class:`TooLarge`. ``relaxed``: a larger allowance for
+        convolutions whose direct part would be long (None: none).
         """
         spacing = max(self.spacing, other.spacing)
         a_lat, b_lat = self.coarsen(spacing), other.coarsen(spacing)
@@ -244,7 +280,7 @@ class Lattice:
         if min(a.size, b.size) < _DIRECT_BELOW:
             p, error, rel = np.convolve(a, b), 0.0, _direct_rel(min(a.size, b.size))
         else:
-            p, error, rel = _fft_convolve(a, b, square, allowance, max_direct)
+            p, error, rel = _fft_convolve(a, b, square, allowance, max_direct, relaxed)
         np.maximum(p, 0.0, out=p)
         inf = 1.0 - (1.0 - a_lat.inf) * (1.0 - b_lat.inf)
         mass_a, mass_b = float(a.sum()), float(b.sum())
@@ -305,6 +341,7 @@ class Lattice:
                         levels.taus[-1],
                         levels.allowances[-1],
                         low_tau=levels.lows[-1],
+                        relaxed=levels.relaxed(-1),
                         **limits,
                     )
             count >>= 1
@@ -315,6 +352,7 @@ class Lattice:
                     levels.taus[level],
                     levels.allowances[level],
                     low_tau=levels.lows[level],
+                    relaxed=levels.relaxed(level),
                     **limits,
                 )
                 base = base.coarsen(levels.spacings[level]).trim(
@@ -492,13 +530,19 @@ class Levels:
     Entry ``i`` is for the lattice of ``2^i`` copies (``spacings`` has one
     entry a level, in units of ``h0``); the last entry of ``taus`` (upper
     tail to ``+inf``), ``lows`` (lower tail moved up) and ``allowances``
-    (floating-point error) is for the final combinations.
+    (floating-point error) is for the final combinations. A convolution
+    whose direct part would be long may use ``relax`` times its allowance.
     """
 
     spacings: list
     taus: list
     lows: list
     allowances: list
+    relax: float = 1.0
+
+    def relaxed(self, index):
+        """The larger allowance of entry ``index``, or None if not larger."""
+        return self.allowances[index] * self.relax if self.relax > 1.0 else None
 
     def scaled(self, tail, floating):
         """The same levels with the tail and floating-point budgets scaled."""
@@ -625,6 +669,39 @@ def plan_twice(epsilon_at, planned, floor, replan_below):
     if not math.isfinite(epsilon):
         return None
     return max(0.0, epsilon), "pld"
+
+
+def sub_intervals(edges, width, start):
+    """Pieces of the cells ``(edges[c], edges[c + 1]]`` cut at a grid.
+
+    The grid runs from ``start`` by ``width`` up to the last finite edge;
+    the pieces' ends are the finite edges and the grid points, so the
+    pieces of a cell partition it exactly (the first piece is open to
+    ``-inf`` when the first cell is).
+
+    Parameters
+    ----------
+    edges : ndarray
+        Non-decreasing cell edges, possibly ``-inf`` at the start.
+    width, start : float
+
+    Returns
+    -------
+    lower, upper : ndarray
+        The pieces' ends (``lower`` is ``-inf`` for the first piece).
+    cell : ndarray of int
+        The cell each piece lies in.
+    """
+    finite = edges[np.isfinite(edges)]
+    stop = float(finite[-1])
+    count = max(0, math.floor((stop - start) / width)) + 1
+    grid = start + width * np.arange(count)
+    points = np.unique(np.concatenate([finite, grid[grid <= stop]]))
+    lower = np.concatenate([[-np.inf], points[:-1]])
+    upper = points
+    cell = np.searchsorted(edges, upper, side="left") - 1
+    keep = (cell >= 0) & (cell < edges.size - 1)
+    return lower[keep], upper[keep], cell[keep]
 
 
 def merged(groups):

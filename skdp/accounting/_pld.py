@@ -33,7 +33,12 @@ lattice is a distribution on ``(offset + k) m h0`` for a global quantum
    ``[a, b]`` and ``E[(L - kh) 1{cell}] <= h E[(X - a) 1{cell}] / (b - a)``;
    the add loss ``-l(x)`` is concave, so by Jensen's inequality
    ``E[L 1{cell}] <= P(cell) (-l(E[X | cell]))``. Both use the first
-   moment of a normal on an interval (exact). An allowance for
+   moment of a normal on an interval (exact). The same bounds on a grid of
+   sub-intervals of each cell (a sum of valid bounds, one a piece) are
+   tighter where ``l`` bends within a cell, and the smaller is used; the
+   step's mean is then within about 1e-5 of a spacing of the exact one
+   (the whole-cell chord alone is 1-4% of a spacing above it, which at a
+   million steps is many times the mean of the loss). An allowance for
    floating-point error (1e-8 of the cell's mass, plus the error terms of
    the moment formula) is added to the up-probability.
 2. **Coarsening.** Composing ``T`` steps by repeated squaring, the lattice
@@ -83,6 +88,18 @@ __all__ = ["PLDComposition"]
 # Grid (in standard units) of the central-limit estimate that plans the
 # lattices; planning only: any estimate keeps the bound valid.
 _CLT_GRID = np.linspace(-12.0, 12.0, 4001)
+
+# Width, in units of z^2, of the sub-intervals of the step lattice's
+# refined up-probabilities: a chord of exp(x / z^2) over it overshoots a
+# cell's mean by at most 1/12 of it in units of the spacing, so the bias of
+# a step is below 1e-4 of a spacing (docs/benchmarks.md, "Accounting at scale").
+_SUB_WIDTH = 1e-3
+# Most sub-interval grid points of one step lattice (the width grows past it).
+_SUB_POINTS = 1 << 18
+
+# Replace-one add hop: the exponent of its budget scale is capped here, so
+# the scale never underflows.
+_MAX_HOP_EXPONENT = 50.0
 
 
 class PLDComposition:
@@ -311,6 +328,12 @@ class _Plan:
             allowance_combine=self.allowance_combine * floating,
         )
 
+    def relaxed(self, factor):
+        """The same plan, its long convolutions allowed ``factor`` times more."""
+        return replace(
+            self, levels=[replace(levels, relax=factor) for levels in self.levels]
+        )
+
 
 def _plan(steps, slack, eta, tail, floating, policy):
     """Lattice spacings (integer multiples of ``h0``) and tail cut-offs.
@@ -442,7 +465,9 @@ def _step_lattice(q, z, direction, h, tau, *, low, max_points, spacing=1):
     loss ``-l(x)`` with ``x ~ N(0, z^2)``. ``l`` is increasing and convex,
     so a lattice cell of the loss is an interval of ``x`` (``x(t) = z^2
     log1p(expm1(t) / q) + 1/2``) and the cell's up-probability is bounded by
-    its chord (remove) or by Jensen's inequality (add). The upper tail beyond
+    its chord (remove) or by Jensen's inequality (add), or, when smaller, by
+    the same on a grid of sub-intervals of the cell (:func:`_refined_up`).
+    The upper tail beyond
     probability ``tau`` goes to +inf, the lower tail (add, probability
     ``low``) up to the lowest point kept. ``h`` is the lattice spacing,
     ``spacing`` the same in units of the global quantum. A lattice of more
@@ -476,8 +501,12 @@ def _step_lattice(q, z, direction, h, tau, *, low, max_points, spacing=1):
     if remove:
         a, b = x_of(cell_lo), x_of(cell_hi)
         mass, moment, error, mass_error = pieces(a, b)
-        # The remove loss is convex in x: its chord bounds each cell.
-        up = _lattice.chord_up(a, b, mass, moment, error)
+        # The remove loss is convex in x: its chord bounds each cell, and the
+        # chords of the cell's sub-intervals more closely.
+        up = np.fmin(
+            _lattice.chord_up(a, b, mass, moment, error),
+            _refined_up(x_of(levels), cell_lo, h, q, z, pieces, remove=True),
+        )
     else:
         a, b = x_of(-cell_hi), x_of(-cell_lo)
         mass, moment, error, mass_error = pieces(a, b)
@@ -492,6 +521,11 @@ def _step_lattice(q, z, direction, h, tau, *, low, max_points, spacing=1):
                 8.0 * _lattice.UNIT_ROUNDOFF * (np.abs(cell_lo) + np.abs(cell_hi) + 1.0)
             )
             up = mass * (loss - cell_lo + loss_error) / h
+        # The same on the cell's sub-intervals (cells in x run backwards).
+        edges = x_of(-levels[::-1])
+        up = np.fmin(
+            up, _refined_up(edges, cell_lo[::-1], h, q, z, pieces, remove=False)[::-1]
+        )
     up = _lattice.finish_up(up, mass, jensen=not remove)
     p = np.zeros(levels.size)
     p[:-1] += mass - up
@@ -502,6 +536,100 @@ def _step_lattice(q, z, direction, h, tau, *, low, max_points, spacing=1):
         inf = 0.0
         p[0] += float(special.ndtr(-(x_of(-levels[0]) / z)))
     return _lattice.with_errors(k_lo, p, inf, mass, mass_error, spacing)
+
+
+def _loss_above(x, q, z):
+    """``l(x)`` rounded up: the remove loss plus a bound on its float error.
+
+    With ``t = (2x - 1) / (2 z^2)`` and ``y = q expm1(t)``, an error of a few
+    ulps in ``t``, ``y`` and ``log1p`` moves ``l = log1p(y)`` by at most a
+    few ulps of ``|l| + |t| + |y| / (1 + y)``; 16 ulps each are allowed.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        t = (2.0 * x - 1.0) / (2.0 * z * z)
+        y = q * np.expm1(t)
+        loss = np.log1p(y)
+        margin = (
+            16.0
+            * _lattice.UNIT_ROUNDOFF
+            * (np.abs(loss) + np.abs(t) + np.abs(y) / (1.0 + y) + 1.0)
+        )
+    return loss, margin
+
+
+def _refined_up(edges, cell_lo, h, q, z, pieces, *, remove):
+    """Up-probabilities of the cells, bounded on sub-intervals of each cell.
+
+    The cells are ``(edges[c], edges[c + 1]]`` in ``x`` (increasing, -inf
+    at the start allowed), with lowest loss ``cell_lo[c]``. Each is cut at
+    a grid of width ``_SUB_WIDTH z^2`` (:func:`~._lattice.sub_intervals`),
+    and ``E[(L - lo) 1{sub-interval}]`` bounded on each piece by the
+    smaller of two upper bounds: the loss at the piece's high-loss end
+    (``L`` is monotone in ``x``), and the chord through the piece's ends
+    (remove: ``l`` is convex, so below its chord; with the ends' losses
+    rounded up, the chord only rises) or Jensen's inequality at the low end
+    of the piece's conditional mean (add: ``-l`` is concave). Each bound
+    takes the piece's mass at the high end of its error; the sum over a
+    cell's pieces, over ``h``, bounds its up-probability (step 1 of the
+    argument above), with a few ulps for the sum and the division.
+
+    Returns
+    -------
+    ndarray
+        One bound a cell (NaN where none applies; the caller takes the
+        smaller of this and its own bound).
+    """
+    u = _lattice.UNIT_ROUNDOFF
+    finite = edges[np.isfinite(edges)]
+    if finite.size == 0:
+        return np.full(cell_lo.size, np.nan)
+    start = min(-12.0 * z, float(finite[0]))
+    width = max(_SUB_WIDTH * z * z, (float(finite[-1]) - start) / _SUB_POINTS)
+    lower, upper, cell = _lattice.sub_intervals(edges, width, start)
+    mass, moment, error, mass_error = pieces(lower, upper)
+    mass_hi = mass + mass_error
+    lo = cell_lo[cell]
+    lo_error = 2.0 * u * np.abs(lo)
+    bounded = np.isfinite(lower)
+    safe_lower = np.where(bounded, lower, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        l_lower, e_lower = _loss_above(safe_lower, q, z)
+        l_upper, e_upper = _loss_above(upper, q, z)
+        if remove:
+            # L <= l(upper) on the piece; chord from (lower, l) to (upper, l).
+            top = l_upper + e_upper
+            base = l_lower + e_lower
+            slope = np.maximum((top - base) / (upper - lower), 0.0)
+            chord = np.maximum(base - lo + lo_error, 0.0) * mass_hi + slope * (
+                moment + error
+            ) * (1.0 + 8.0 * u)
+        else:
+            # L = -l(x) <= -l(lower) (or -log(1 - q) on (-inf, upper]).
+            top = np.where(
+                bounded, -l_lower + e_lower, -math.log1p(-q) * (1.0 + 4.0 * u)
+            )
+            # Jensen at the low end of E[X | piece]: the true moment is at
+            # least moment - error, the true mass at most mass + mass_error.
+            shift = np.maximum(moment - error, 0.0) / mass_hi * (1.0 - 4.0 * u)
+            # E[X 1{X <= b}] = -z phi(b / z) for X ~ N(0, z^2).
+            below = z / math.sqrt(2.0 * math.pi) * np.exp(-0.5 * (upper / z) ** 2)
+            low_mass = mass - mass_error
+            open_mean = -below * (1.0 + 4.0 * _lattice.FN_RTOL) / low_mass
+            mean_x = np.where(bounded, safe_lower + shift, open_mean * (1.0 + 4.0 * u))
+            mean_x = mean_x - 2.0 * u * np.abs(mean_x)
+            l_mean, e_mean = _loss_above(mean_x, q, z)
+            jensen = -l_mean + e_mean
+            ok = np.where(bounded, mass_hi > 0, low_mass > 0) & np.isfinite(jensen)
+            chord = np.where(
+                ok, np.maximum(jensen - lo + lo_error, 0.0) * mass_hi, np.inf
+            )
+        monotone = np.maximum(top - lo + lo_error, 0.0) * mass_hi
+        term = np.fmin(np.where(bounded | (not remove), chord, np.inf), monotone)
+    total = np.bincount(cell, weights=term, minlength=cell_lo.size)
+    # A sum of k positive terms is within (k - 1) ulps of exact.
+    terms = np.bincount(cell, minlength=cell_lo.size)
+    up = total / h * (1.0 + 2.0 * u * (terms + 8.0))
+    return np.where(np.isfinite(up), up, np.nan)
 
 
 def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, policy):
@@ -521,8 +649,10 @@ def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, po
         )
         remove = _direction_lattice(steps, gauss_mu2, "remove", plan, policy)
         if replace_one:
-            # The add hop is taken at deltas far below delta.
-            plan = plan.scaled(policy.add_hop_tail_scale, policy.add_hop_fp_scale)
+            scale = _add_hop_scale(remove, plan.h0, delta, policy)
+            floating = min(scale, policy.add_hop_fp_scale)
+            plan = plan.scaled(min(scale, policy.add_hop_tail_scale), floating)
+            plan = plan.relaxed(scale / floating)
         add = _direction_lattice(steps, gauss_mu2, "add", plan, policy)
     except _lattice.TooLarge:
         return math.inf
@@ -540,3 +670,25 @@ def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, po
         eta_share=policy.eta_share,
         splits=policy.chain_splits,
     )
+
+
+def _add_hop_scale(remove, h0, delta, policy):
+    """Scale of the add hop's budgets (planning only).
+
+    The chain takes the add hop at ``delta_2 = (1 - share) delta exp(-eps_1)``
+    (:func:`~._lattice.chained_epsilon`); its budget is planned for the
+    first hop's epsilon at ``chain_plan_share`` of delta, as in
+    ``_allocation_pld.py``, so it stays a small part of ``delta_2`` near the
+    best split without being smaller than it needs (a smaller one sends
+    more of each convolution to the direct, quadratic-time part). Any plan
+    is valid: a split whose ``delta_2`` the add lattice cannot meet is
+    skipped. The tail and floating-point budgets take the smaller of this
+    and ``add_hop_tail_scale`` / ``add_hop_fp_scale`` (a smaller tail only
+    widens the lattice a little; a smaller allowance favours the direct,
+    nearly exact convolution), and this scale is the allowance only of
+    convolutions whose direct part would be long.
+    """
+    share = policy.chain_plan_share
+    eps_1 = remove.bound(h0, share * delta, share * policy.eta_share * delta)
+    exponent = min(max(eps_1, 0.0), _MAX_HOP_EXPONENT)
+    return policy.add_hop_scale * math.exp(-exponent)
