@@ -64,7 +64,8 @@ class AccountingPolicy:
     combine_share: float = 0.05
     # Squaring level i gets rounding variance in proportion to this to the i.
     level_decay: float = 2.0 ** (-1.0 / 3.0)
-    # Replace-one add hop: its tail and floating-point budgets scaled by these.
+    # Replace-one add hop: caps on the scales of its tail and floating-point
+    # budgets (the scale itself: add_hop_scale below, as for random allocation).
     add_hop_tail_scale: float = 1e-6
     add_hop_fp_scale: float = 1e-3
     # A lattice answer below this share of its planned epsilon is planned again.
@@ -94,7 +95,8 @@ class AccountingPolicy:
     sum_max_points: int = 1 << 20
     # Largest direct convolution (products); past it the Rényi bound stands.
     max_direct: int = 1 << 35
-    # Replace-one: share of delta the first hop (remove) is planned for ...
+    # Replace-one chains (Poisson and random allocation): share of delta the
+    # first hop (remove) is planned for ...
     chain_plan_share: float = 0.5
     # ... and the add hop's budgets, scaled by this times exp(-eps of the first).
     add_hop_scale: float = 0.25
