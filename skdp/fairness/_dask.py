@@ -24,7 +24,7 @@ from .._solvers._mirror import MirrorSolver
 from .._solvers._mirror_dask import HeldMirrorRows
 from .._solvers._saddle import SaddleRows
 from .._solvers._saddle_dask import HeldSaddleRows
-from .._solvers._sgd._dask import _aligned_blocks, hold_blocks
+from .._solvers._sgd._dask import _aligned_blocks, check_summed_size, hold_blocks
 from ..linear_model._dask import _as_array, _check_lengths, _declared_classes
 from ._labels import encode_groups
 
@@ -104,7 +104,7 @@ dask.dataframe.DataFrame of numeric columns
         *form_args,
     )
     rows = held(partitions, groups.size, problem.fit_intercept)
-    _check_summary(rows.summary)
+    check_summed_size(rows.summary)
     return rows
 
 
@@ -149,18 +149,4 @@ def _check_group_length(X, sensitive_features):
         raise ValueError(
             f"sensitive_features has {m} entries but X has {n} rows; pass one "
             "group label per row."
-        )
-
-
-def _check_summary(summary):
-    """The in-memory size checks, on the sum of the partitions' summaries."""
-    if summary.n_rows == 0:
-        raise ValueError(
-            f"Found array with 0 sample(s) (shape=(0, {summary.n_features})) "
-            "while a minimum of 1 is required."
-        )
-    if summary.n_features == 0:
-        raise ValueError(
-            f"Found array with 0 feature(s) (shape=({summary.n_rows}, 0)) "
-            "while a minimum of 1 is required."
         )

@@ -11,7 +11,7 @@ Dask is an optional dependency; it is imported only for a Dask input.
 
 import numpy as np
 
-from .._solvers._sgd._dask import hold_rows
+from .._solvers._sgd._dask import check_summed_size, hold_rows
 from ..synthetic._dask import is_dask_collection
 
 __all__ = ["held_fit_inputs", "is_dask_collection"]
@@ -120,16 +120,7 @@ def _check_lengths(X, y, sample_weight):
 
 def _check_summary(summary, classes):
     """The in-memory checks, on the sum of the partitions' summaries."""
-    if summary.n_rows == 0:
-        raise ValueError(
-            f"Found array with 0 sample(s) (shape=(0, {summary.n_features})) "
-            "while a minimum of 1 is required."
-        )
-    if summary.n_features == 0:
-        raise ValueError(
-            f"Found array with 0 feature(s) (shape=({summary.n_rows}, 0)) "
-            "while a minimum of 1 is required."
-        )
+    check_summed_size(summary)
     if summary.not_finite:
         raise ValueError(
             f"Input X contains NaN or infinity ({summary.not_finite} values)."

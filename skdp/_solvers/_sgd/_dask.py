@@ -46,6 +46,7 @@ __all__ = [
     "HeldRows",
     "PartitionRows",
     "PartitionSummary",
+    "check_summed_size",
     "hold_blocks",
     "hold_rows",
     "partition_derivatives",
@@ -244,6 +245,23 @@ def _active_client():
 
     client = getattr(dask.base.get_scheduler(), "__self__", None)
     return client if isinstance(client, distributed.Client) else None
+
+
+def check_summed_size(summary):
+    """The in-memory size checks (rows and features), on the partitions' sum.
+
+    The messages are scikit-learn's, as an in-memory fit raises them.
+    """
+    if summary.n_rows == 0:
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape=(0, {summary.n_features})) "
+            "while a minimum of 1 is required."
+        )
+    if summary.n_features == 0:
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape=({summary.n_rows}, 0)) "
+            "while a minimum of 1 is required."
+        )
 
 
 def _raise_first_failure(parts):
