@@ -34,6 +34,7 @@ with the label ``income`` (1.0 for ``">50K"``) in the same array.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -153,16 +154,17 @@ class _Timing:
         _dask.HeldRows.gradient = timed_gradient
 
 
-def fit_on_cluster(directory, rows, workers, memory_limit, batch_size, epochs):
-    """One Dask fit on a fresh LocalCluster; its figures and coefficients."""
+@contextlib.contextmanager
+def holding_cluster(workers, memory_limit):
+    """A fresh LocalCluster for fits that hold their partitions; its client.
+
+    Held partitions are read at every step: never spilled to disk, and a
+    worker is not paused for holding them (it would stall every step). One
+    thread per worker process.
+    """
     import dask
-    import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
-    files = _files(directory, rows)
-    timing = _Timing()
-    # Held partitions are read at every step: never spilled to disk, and a
-    # worker is not paused for holding them (it would stall every step).
     config = {
         "distributed.worker.memory.target": False,
         "distributed.worker.memory.spill": False,
@@ -179,6 +181,16 @@ def fit_on_cluster(directory, rows, workers, memory_limit, batch_size, epochs):
         ) as cluster,
         Client(cluster) as client,
     ):
+        yield client
+
+
+def fit_on_cluster(directory, rows, workers, memory_limit, batch_size, epochs):
+    """One Dask fit on a fresh LocalCluster; its figures and coefficients."""
+    import dask.dataframe as dd
+
+    files = _files(directory, rows)
+    timing = _Timing()
+    with holding_cluster(workers, memory_limit) as client:
         frame = dd.read_parquet(files, columns=FEATURES + ["income"])
         encoder = _encoder()
         Xy = frame.map_partitions(_encode, encoder, meta=np.empty((0, 8), np.float32))

@@ -55,6 +55,7 @@ from bench_dask_logistic import (  # noqa: E402
     _files,
     _peak_rss_mib,
     _worker_stats,
+    holding_cluster,
 )
 from bench_dask_synthetic import DOMAIN, capped_call  # noqa: E402
 
@@ -142,28 +143,11 @@ def _nbytes(value):
 
 def fit_on_cluster(directory, rows, workers, memory_limit, solver, n_iter):
     """One Dask fit on a fresh LocalCluster; its figures and coefficients."""
-    import dask
     import dask.dataframe as dd
-    from distributed import Client, LocalCluster
 
     files = _files(directory, rows)
     traffic = _Traffic()
-    config = {
-        "distributed.worker.memory.target": False,
-        "distributed.worker.memory.spill": False,
-        "distributed.worker.memory.pause": False,
-    }
-    with (
-        dask.config.set(config),
-        LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit=memory_limit,
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with holding_cluster(workers, memory_limit) as client:
         frame = dd.read_parquet(files, columns=[*FEATURES, "income", GROUP])
         encoder = _encoder()
         meta = np.empty((0, WIDTH + 2), np.float32)
