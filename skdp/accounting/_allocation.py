@@ -87,7 +87,7 @@ from scipy import special
 from ._cache import bounded_cache
 from ._neighbouring import Neighbouring
 from ._policy import DEFAULT_POLICY
-from ._rdp import _as_orders, weak_triangle
+from ._rdp import _as_orders, log_sum_exp, weak_triangle
 
 __all__ = [
     "allocation_rdp",
@@ -117,30 +117,6 @@ def _gaussian_cap(orders, z):
     return orders / (2.0 * z * z)
 
 
-def _log_sum_exp(x, axis=None):
-    """``log sum exp(x)`` along ``axis`` (every row, or all of a 1-d ``x``).
-
-    The largest term is taken out of the sum (Blanchard, Higham and Higham
-    2021, "Accurately computing the log-sum-exp and softmax functions"):
-    ``max + log(count) + log1p(sum of the others' exp(x - max) / count)``,
-    the same arithmetic as ``scipy.special.logsumexp`` without its general
-    checks. A result that is not finite (no finite term) is computed as
-    ``log(sum(exp(x)))``.
-    """
-    top = np.max(x, axis=axis, keepdims=True)
-    at_top = x == top
-    count = np.sum(at_top, axis=axis, keepdims=True, dtype=x.dtype)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        rest = np.exp(np.where(at_top, -np.inf, x) - top)
-        total = np.sum(rest, axis=axis, keepdims=True, dtype=x.dtype)
-        total = np.where(total == 0, total, total / count)
-        out = np.log1p(total) + np.log(count) + top
-        if not np.isfinite(out).all():
-            direct = np.log(np.sum(np.exp(x), axis=axis, keepdims=True))
-            out = np.where(np.isfinite(out), out, direct)
-    return out.reshape(()) if axis is None else np.squeeze(out, axis=axis)
-
-
 def _log_series_product(a, b):
     """Log coefficients of the product of two series (log coefficients a, b).
 
@@ -151,7 +127,7 @@ def _log_series_product(a, b):
     size = a.size
     padded = np.concatenate([np.full(size - 1, -np.inf), b])
     shifted = sliding_window_view(padded, size)[:, ::-1]
-    return _log_sum_exp(a[None, :] + shifted, axis=1)
+    return log_sum_exp(a[None, :] + shifted, axis=1)
 
 
 @bounded_cache(DEFAULT_POLICY.allocation_cache_size)
@@ -281,14 +257,14 @@ def _log_add_moment(m, steps, z):
     """An upper bound on ``log E_Q[Ybar^-m]`` for ``m >= 1`` (quadrature)."""
     log_s, t_log_phi = _add_direction_grid(steps, z)
     main = (
-        _log_sum_exp(m * log_s + t_log_phi) + math.log(_LOG_S_STEP) - special.gammaln(m)
+        log_sum_exp(m * log_s + t_log_phi) + math.log(_LOG_S_STEP) - special.gammaln(m)
     )
     left = m * _LOG_S_LO - special.gammaln(m + 1.0)
     # Right piece: E[G^-m P(Gamma_m > s_hi G)], log G ~ N(mean, sd^2 / t).
     log_g = -0.5 / (z * z) + _Z_GRID / (z * math.sqrt(steps))
     with np.errstate(divide="ignore"):
         log_tail = np.log(special.gammaincc(m, np.exp(_LOG_S_HI + log_g)))
-    right = _log_sum_exp(_LOG_WEIGHTS - m * log_g + log_tail)
+    right = log_sum_exp(_LOG_WEIGHTS - m * log_g + log_tail)
     total = np.logaddexp(np.logaddexp(main, left), right)
     return float(total) + _QUADRATURE_ALLOWANCE
 

@@ -97,9 +97,10 @@ _SUB_WIDTH = 1e-3
 # Most sub-interval grid points of one step lattice (the width grows past it).
 _SUB_POINTS = 1 << 18
 
-# Replace-one add hop: the exponent of its budget scale is capped here, so
-# the scale never underflows.
-_MAX_HOP_EXPONENT = 50.0
+# Replace-one add hop: planned at delta exp(-eps_1) up to this first-hop
+# epsilon; past it, with the policy's fixed budgets (the allowances
+# exp(-eps_1) would give make the convolutions quadratic in time).
+_MAX_HOP_EXPONENT = 20.0
 
 
 class PLDComposition:
@@ -650,9 +651,12 @@ def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, po
         remove = _direction_lattice(steps, gauss_mu2, "remove", plan, policy)
         if replace_one:
             scale = _add_hop_scale(remove, plan.h0, delta, policy)
-            floating = min(scale, policy.add_hop_fp_scale)
-            plan = plan.scaled(min(scale, policy.add_hop_tail_scale), floating)
-            plan = plan.relaxed(scale / floating)
+            if scale is None:
+                plan = plan.scaled(policy.add_hop_tail_scale, policy.add_hop_fp_scale)
+            else:
+                floating = min(scale, policy.add_hop_fp_scale)
+                plan = plan.scaled(min(scale, policy.add_hop_tail_scale), floating)
+                plan = plan.relaxed(scale / floating)
         add = _direction_lattice(steps, gauss_mu2, "add", plan, policy)
     except _lattice.TooLarge:
         return math.inf
@@ -686,9 +690,11 @@ def _add_hop_scale(remove, h0, delta, policy):
     and ``add_hop_tail_scale`` / ``add_hop_fp_scale`` (a smaller tail only
     widens the lattice a little; a smaller allowance favours the direct,
     nearly exact convolution), and this scale is the allowance only of
-    convolutions whose direct part would be long.
+    convolutions whose direct part would be long. ``None`` past
+    ``_MAX_HOP_EXPONENT``: the fixed budgets.
     """
     share = policy.chain_plan_share
     eps_1 = remove.bound(h0, share * delta, share * policy.eta_share * delta)
-    exponent = min(max(eps_1, 0.0), _MAX_HOP_EXPONENT)
-    return policy.add_hop_scale * math.exp(-exponent)
+    if eps_1 > _MAX_HOP_EXPONENT:
+        return None
+    return policy.add_hop_scale * math.exp(-max(eps_1, 0.0))

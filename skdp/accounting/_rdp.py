@@ -16,6 +16,7 @@ from ._neighbouring import Neighbouring
 __all__ = [
     "DEFAULT_ORDERS",
     "gaussian_rdp",
+    "log_sum_exp",
     "poisson_gaussian_rdp",
     "poisson_gaussian_rdp_replace_one",
     "pure_dp_rdp",
@@ -75,6 +76,30 @@ def gaussian_rdp(orders, noise_multiplier):
     return orders / (2.0 * noise_multiplier**2)
 
 
+def log_sum_exp(x, axis=None):
+    """``log sum exp(x)`` along ``axis`` (every row, or all of a 1-d ``x``).
+
+    The largest term is taken out of the sum (Blanchard, Higham and Higham
+    2021, "Accurately computing the log-sum-exp and softmax functions"):
+    ``max + log(count) + log1p(sum of the others' exp(x - max) / count)``,
+    the same arithmetic as ``scipy.special.logsumexp`` without its general
+    checks. A result that is not finite (no finite term) is computed as
+    ``log(sum(exp(x)))``.
+    """
+    top = np.max(x, axis=axis, keepdims=True)
+    at_top = x == top
+    count = np.sum(at_top, axis=axis, keepdims=True, dtype=x.dtype)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        rest = np.exp(np.where(at_top, -np.inf, x) - top)
+        total = np.sum(rest, axis=axis, keepdims=True, dtype=x.dtype)
+        total = np.where(total == 0, total, total / count)
+        out = np.log1p(total) + np.log(count) + top
+        if not np.isfinite(out).all():
+            direct = np.log(np.sum(np.exp(x), axis=axis, keepdims=True))
+            out = np.where(np.isfinite(out), out, direct)
+    return out.reshape(()) if axis is None else np.squeeze(out, axis=axis)
+
+
 def _log_a_int(q, sigma, alpha):
     """Log A_alpha for integer alpha (Mironov, Talwar, Zhang 2019, Sec. 3.2)."""
     i = np.arange(alpha + 1, dtype=float)
@@ -86,7 +111,7 @@ def _log_a_int(q, sigma, alpha):
         + (alpha - i) * math.log1p(-q)
         + (i * i - i) / (2.0 * sigma**2)
     )
-    return special.logsumexp(log_terms)
+    return log_sum_exp(log_terms)
 
 
 def _log_a_frac(q, sigma, alpha):
