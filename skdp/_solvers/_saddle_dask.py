@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._sgd._dask import check_same_width
+
 __all__ = ["GroupSummary", "HeldSaddleRows", "summarise_group_partition"]
 
 
@@ -39,11 +41,7 @@ class GroupSummary:
     group_counts: np.ndarray
 
     def __add__(self, other):
-        if other.n_features != self.n_features:
-            raise ValueError(
-                f"Partitions of X have {self.n_features} and {other.n_features} "
-                "features: every block must hold every column."
-            )
+        check_same_width(self, other)
         return GroupSummary(
             self.n_rows + other.n_rows,
             self.n_features,

@@ -46,6 +46,7 @@ __all__ = [
     "HeldRows",
     "PartitionRows",
     "PartitionSummary",
+    "check_same_width",
     "check_summed_size",
     "hold_blocks",
     "hold_rows",
@@ -163,11 +164,7 @@ class PartitionSummary:
     weights_positive: int
 
     def __add__(self, other):
-        if other.n_features != self.n_features:
-            raise ValueError(
-                f"Partitions of X have {self.n_features} and {other.n_features} "
-                "features: every block must hold every column."
-            )
+        check_same_width(self, other)
         return PartitionSummary(
             self.n_rows + other.n_rows,
             self.n_features,
@@ -245,6 +242,15 @@ def _active_client():
 
     client = getattr(dask.base.get_scheduler(), "__self__", None)
     return client if isinstance(client, distributed.Client) else None
+
+
+def check_same_width(summary, other):
+    """Refuse two partition summaries of different feature counts."""
+    if other.n_features != summary.n_features:
+        raise ValueError(
+            f"Partitions of X have {summary.n_features} and {other.n_features} "
+            "features: every block must hold every column."
+        )
 
 
 def check_summed_size(summary):
