@@ -184,6 +184,29 @@ def holding_cluster(workers, memory_limit):
         yield client
 
 
+def cluster_figures(timing, wall, stats, load, model):
+    """The figures of one fit on a cluster, from its timing and workers' stats.
+
+    ``timing`` has the hold pass's and the steps' seconds, the number of
+    steps and the bytes sent to and received from the workers.
+    """
+    return {
+        "fit s": wall,
+        "hold s": timing.hold_s,
+        "steps": timing.steps,
+        "ms per step": 1000 * timing.step_s / max(timing.steps, 1),
+        "rest s": wall - timing.hold_s - timing.step_s,
+        "worker peak MiB": sorted(round(s["peak MiB"]) for s in stats.values()),
+        "between workers B": sum(s["received"] for s in stats.values()),
+        "client to workers B": timing.sent,
+        "workers to client B": timing.received,
+        "client peak MiB": _peak_rss_mib(),
+        "load": load,
+        "epsilon": model.privacy_spent_.epsilon,
+        "coef": model.coef_.ravel().tolist() + model.intercept_.tolist(),
+    }
+
+
 def fit_on_cluster(directory, rows, workers, memory_limit, batch_size, epochs):
     """One Dask fit on a fresh LocalCluster; its figures and coefficients."""
     import dask.dataframe as dd
@@ -206,19 +229,7 @@ def fit_on_cluster(directory, rows, workers, memory_limit, batch_size, epochs):
         "workers": workers,
         "memory limit": memory_limit,
         "partitions": len(files),
-        "fit s": wall,
-        "hold s": timing.hold_s,
-        "steps": timing.steps,
-        "ms per step": 1000 * timing.step_s / max(timing.steps, 1),
-        "rest s": wall - timing.hold_s - timing.step_s,
-        "worker peak MiB": sorted(round(s["peak MiB"]) for s in stats.values()),
-        "between workers B": sum(s["received"] for s in stats.values()),
-        "client to workers B": timing.sent,
-        "workers to client B": timing.received,
-        "client peak MiB": _peak_rss_mib(),
-        "load": load,
-        "epsilon": model.privacy_spent_.epsilon,
-        "coef": model.coef_.ravel().tolist() + model.intercept_.tolist(),
+        **cluster_figures(timing, wall, stats, load, model),
     }
 
 

@@ -55,6 +55,7 @@ from bench_dask_logistic import (  # noqa: E402
     _files,
     _peak_rss_mib,
     _worker_stats,
+    cluster_figures,
     holding_cluster,
 )
 from bench_dask_synthetic import DOMAIN, capped_call  # noqa: E402
@@ -168,19 +169,7 @@ def fit_on_cluster(directory, rows, workers, memory_limit, solver, n_iter):
         "memory limit": memory_limit,
         "files": len(files),
         "partitions": traffic.partitions,
-        "fit s": wall,
-        "hold s": traffic.hold_s,
-        "steps": traffic.steps,
-        "ms per step": 1000 * traffic.step_s / max(traffic.steps, 1),
-        "rest s": wall - traffic.hold_s - traffic.step_s,
-        "worker peak MiB": sorted(round(s["peak MiB"]) for s in stats.values()),
-        "between workers B": sum(s["received"] for s in stats.values()),
-        "client to workers B": traffic.sent,
-        "workers to client B": traffic.received,
-        "client peak MiB": _peak_rss_mib(),
-        "load": load,
-        "epsilon": model.privacy_spent_.epsilon,
-        "coef": model.coef_.ravel().tolist() + model.intercept_.tolist(),
+        **cluster_figures(traffic, wall, stats, load, model),
     }
 
 
