@@ -116,6 +116,7 @@ def config(name):
     2 and the travel cap of bounded rows (8 under replace-one, 32 under
     add/remove); they add ``-s<step>`` (step times clip norm, before the
     travel cap), ``-a<alpha>``, ``-e<epochs>``, ``-c<calibration share>``,
+    ``-k<centring share>``,
     ``-tr<travel>`` and ``-ta<travel>`` (the travel cap's constant under
     replace-one and add/remove), and for the probability floor
     ``-js<strength>`` (of the public shrinkage that sets the search's start),
@@ -138,6 +139,8 @@ def config(name):
             cfg["epochs"] = int(value)
         elif key == "c":
             cfg["calibration_share"] = value
+        elif key == "k":
+            cfg["centring_share"] = value
         elif key in _POLICY_PARTS:
             cfg["policy"][_POLICY_PARTS[key]] = value
         elif key in ("tr", "ta"):

@@ -7,13 +7,14 @@ step's sum of clipped gradients, in clip norms) that meets the target after
 
 - **poisson**, **shuffle**, **cyclic**: what ``DPLogisticRegression`` would
   use, from ``privacy_plan(30000)`` with ``batch_sampling=...``,
-  ``epochs=E``, ``calibration_share=0`` (the whole epsilon to the training,
-  as for the allocation below) and otherwise the defaults (cyclic and
-  shuffled batches: rows projected on the unit ball, clipping inactive, the
-  last-iterate bound where it is smaller). Shuffle and cyclic batches are
-  replace-one only. Under add/remove the plan first spends 2% of epsilon and
-  delta on a noisy count of the rows; the column "poisson-event" calibrates
-  the Poisson steps alone at the full budget, to compare like with like.
+  ``epochs=E``, ``calibration_share=0`` and ``centring_share=0`` (the
+  whole epsilon to the training, as for the allocation below) and otherwise
+  the defaults (cyclic and shuffled batches: rows projected on the unit
+  ball, clipping inactive, the last-iterate bound where it is smaller).
+  Shuffle and cyclic batches are replace-one only. Under add/remove the
+  plan first spends 2% of epsilon and delta on a noisy count of the rows;
+  the column "poisson-event" calibrates the Poisson steps alone at the full
+  budget, to compare like with like.
 - **allocation** (random allocation, balls-and-bins; not yet an estimator
   option): ``RandomAllocationGaussianEvent(118, z, E)`` calibrated with
   ``calibrate_noise_multiplier(..., accountant="pld")``.
@@ -90,6 +91,7 @@ def noise_needed(sampler, relation, epochs, epsilon):
         delta=DELTA,
         neighbouring=relation,
         calibration_share=0.0,
+        centring_share=0.0,
     )
     z, _, _ = model.privacy_plan(N)
     return z

@@ -39,8 +39,8 @@ def _add_account_parser(subparsers):
         action="store_true",
         help=(
             "the noise and spend of a default DPLogisticRegression fit on --n "
-            "rows at --target-epsilon (its own batch size, epochs and "
-            "probability floor: DPLogisticRegression.privacy_plan); "
+            "rows at --target-epsilon (its own batch size, epochs, private "
+            "centre and probability floor: DPLogisticRegression.privacy_plan); "
             "--batch-size and --epochs are then not given"
         ),
     )
@@ -170,8 +170,9 @@ def _run_account_as_fit(args):
     """The account of a default ``DPLogisticRegression`` fit on ``--n`` rows.
 
     The estimator's own :meth:`~skdp.linear_model.DPLogisticRegression.privacy_plan`
-    (its batch size, epochs, probability floor and, under add/remove, its
-    noisy count), so the command reports exactly what such a fit reports.
+    (its batch size, epochs, private centre, probability floor and, under
+    add/remove, its noisy count), so the command reports exactly what such a
+    fit reports.
     """
     from .linear_model import DPLogisticRegression
 
@@ -198,6 +199,7 @@ def _run_account_as_fit(args):
         f"neighbouring={args.neighbouring!r}) plans a fit on {args.n} rows: "
         f"{plan.epochs} epochs of {len(plan.batch_sizes)} steps, expected batch "
         f"{plan.expected_batch:g}"
+        + (", private centre of the rows included" if plan.centring_noise else "")
         + (", probability floor included" if plan.calibration_noise is not None else "")
         + (
             ", after a noisy count of the rows (included)"

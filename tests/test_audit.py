@@ -66,9 +66,14 @@ def test_honest_estimator_passes_poisson(data, solver, epsilon):
     # Calibrating the subsampled Gaussian in every fit is slow: calibrate once
     # and audit the same mechanism at its fixed noise multiplier.
     X, y = data
-    # No temperature step: the audited fit, at a fixed noise multiplier, has none.
+    # No temperature step and no centre: the audited fit, at a fixed noise
+    # multiplier, has neither.
     target = DPLogisticRegression(
-        epsilon=epsilon, solver=solver, calibration_share=0.0, **SMALL
+        epsilon=epsilon,
+        solver=solver,
+        calibration_share=0.0,
+        centring_share=0.0,
+        **SMALL,
     )
     z, spent, _ = target.privacy_plan(N_ROWS)
     est = DPLogisticRegression(epsilon=None, noise_multiplier=z, solver=solver, **SMALL)

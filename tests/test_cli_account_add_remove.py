@@ -34,6 +34,7 @@ def test_target_epsilon_accounts_the_count_release_as_the_estimator(capsys):
         batch_size=500,
         epochs=5,
         calibration_share=0.0,  # the command plans no temperature step
+        centring_share=0.0,  # nor a centre
         max_grad_norm=1.0,  # the command's sensitivity without --row-norm
     )
     z, spent, _ = est.privacy_plan(10_000)  # a released count of 10,000

@@ -214,8 +214,9 @@ def _check_aggregates_only(calls, model, n_partitions):
     """The first compute holds the partitions; every later task returns sums.
 
     A gradient task returns an array of the model's shape, a floor task a
-    vector of the floor's grid, a summary task a PartitionSummary of scalars
-    and class counts: nothing has a row dimension.
+    vector of the floor's grid, a centre task one vector of the features'
+    length, a summary task a PartitionSummary of scalars and class counts:
+    nothing has a row dimension.
     """
     first, *later = calls
     held = [r for name, r in first if name == "prepare_partition"]
@@ -232,6 +233,9 @@ def _check_aggregates_only(calls, model, n_partitions):
                 assert np.shape(result.class_counts) == (model.classes_.size,)
             elif name == "partition_gradient":
                 assert isinstance(result, np.ndarray) and result.shape == shape
+            elif name == "partition_row_sum":
+                assert isinstance(result, np.ndarray)
+                assert result.shape == (model.coef_.shape[1],)
             else:
                 assert name == "partition_derivatives", name
                 assert isinstance(result, np.ndarray) and result.shape == (grid,)
@@ -246,6 +250,7 @@ def test_no_task_returns_rows():
     names = _check_aggregates_only(watch.calls, model, len(CHUNKS))
     assert names == {
         "summarise_partition",
+        "partition_row_sum",
         "partition_gradient",
         "partition_derivatives",
     }
@@ -254,8 +259,8 @@ def test_no_task_returns_rows():
 def test_the_row_check_catches_a_partition_that_returns_rows(monkeypatch):
     """The check above fails when a partition sends its batch's rows."""
 
-    def leaky(part, index, W, loss, row_norm):
-        return part.batch(index, row_norm, loss.fit_intercept, 2).rows
+    def leaky(part, index, W, loss, row_norm, centre=None):
+        return part.batch(index, row_norm, loss.fit_intercept, 2, centre).rows
 
     monkeypatch.setattr(_dask, "partition_gradient", leaky)
     X, y = _data()

@@ -46,9 +46,10 @@ def test_defaults_do_not_project_rows_onto_a_ball():
         est.fit(X, y)
     assert est.row_norm is None
     assert est.score(X_test, y_test) > 0.9
-    # The former default projected every row onto the same point.
+    # The former default (uncentred rows on the unit ball) projected every
+    # row onto the same point.
     unit = DPLogisticRegression(
-        epsilon=4.0, row_norm=1.0, classes=[0, 1], random_state=0
+        epsilon=4.0, row_norm=1.0, centring_share=0, classes=[0, 1], random_state=0
     ).fit(X, y)
     assert unit.score(X_test, y_test) < 0.7
 

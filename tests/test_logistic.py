@@ -365,7 +365,9 @@ def test_verbose_logs_one_line_per_epoch(caplog):
 
 def test_temperature_budget_share_and_plan_equal_fit():
     X, y = binary_data()
-    est = DPLogisticRegression(epsilon=1.0, calibration_share=0.2, random_state=0)
+    est = DPLogisticRegression(
+        epsilon=1.0, calibration_share=0.2, centring_share=0, random_state=0
+    )
     z, spent, delta = est.privacy_plan(len(y))
     est.fit(X, y)
     assert spent == est.privacy_spent_ and spent.epsilon <= 1.0
@@ -374,7 +376,7 @@ def test_temperature_budget_share_and_plan_equal_fit():
     release = [e for e in plan.events(z) if isinstance(e, GaussianSumEvent)]
     assert len(release) == 1
     assert account(release, delta).epsilon <= 0.2 * (1 + 1e-9)
-    none = DPLogisticRegression(epsilon=1.0, calibration_share=0.0)
+    none = DPLogisticRegression(epsilon=1.0, calibration_share=0.0, centring_share=0)
     assert none.privacy_plan(len(y))[0] < z  # the share is paid by training noise
 
 

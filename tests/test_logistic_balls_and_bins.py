@@ -181,9 +181,11 @@ def test_fit_reports_the_accountant_of_its_events(neighbouring):
     # The training events, rebuilt from the public parameters alone.
     budget = _budget.split_budget(1.0, 1e-5, neighbouring, 0.02)
     floor = _budget.floor_noise(0.2, budget.delta, neighbouring)
+    centre = _budget.centre_noise(0.1, 1.0, budget.delta, neighbouring)
     epochs = 30  # "auto" at epsilon 1, both relations
     events = [
         RandomAllocationGaussianEvent(math.ceil(513 / 256), z, epochs),
+        GaussianSumEvent(centre),
         GaussianSumEvent(floor),
     ]
     training = account(events, budget.run_delta, neighbouring=neighbouring,

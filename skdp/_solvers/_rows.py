@@ -10,6 +10,8 @@ import math
 import numpy as np
 
 __all__ = [
+    "centred_rows",
+    "clipped_row_sum",
     "feature_norm",
     "loss_row_norm",
     "row_norms",
@@ -72,6 +74,71 @@ def row_norms(X, chunk=65536, exact=False):
         block = np.asarray(X[lo : lo + chunk], dtype=float)
         norms = np.sqrt(np.einsum("ij,ij->i", block, block))
         out[lo : lo + chunk] = norms if exact else rounded_up_float32(norms)
+    return out
+
+
+def clipped_row_sum(X, radius, chunk=65536):
+    """Sum of the rows, each first put on the ball of ``radius``.
+
+    The per-record map ``x -> min(1, radius / ||x||) x`` bounds every term
+    by ``radius`` (a row of astronomical norm included: it is divided by its
+    largest entry before its norm is taken), so the sum moves by at most
+    ``2 radius`` when one row is replaced and ``radius`` when one is added
+    or removed. Read in chunks: a memmap is never loaded whole.
+
+    Parameters
+    ----------
+    X : ndarray or memmap of shape (n_rows, n_features)
+        Finite rows.
+    radius : float
+    chunk : int, default=65536
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+    """
+    total = np.zeros(X.shape[1])
+    for lo in range(0, X.shape[0], chunk):
+        block = np.asarray(X[lo : lo + chunk], dtype=float)
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        block, norms = tame_rows(block, norms, radius)
+        scale = np.ones_like(norms)
+        beyond = norms > radius
+        scale[beyond] = radius / norms[beyond]
+        total += scale @ block
+    return total
+
+
+def centred_rows(X, centre, radius):
+    """Rows put on the ball of ``radius``, then moved by ``-centre``.
+
+    The per-record map ``x -> min(1, radius / ||x||) x - c`` of a centred run
+    (a float64 copy; ``X`` is never modified): a row beyond the public ball
+    counts as its projection, as it does in an uncentred run, and a row of
+    astronomical norm is put on the ball first (:func:`tame_rows`). The
+    result is projected again where the run projects rows, so the declared
+    bound still holds.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, n_features)
+        Finite rows (a batch, a chunk or the whole data).
+    centre : ndarray of shape (n_features,)
+    radius : float
+        The features' radius of the public ball (:func:`feature_norm`).
+
+    Returns
+    -------
+    ndarray of shape (n, n_features), float64
+    """
+    X = np.asarray(X, dtype=float)
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    X, norms = tame_rows(X, norms, radius)
+    scale = np.ones_like(norms)
+    beyond = norms > radius
+    scale[beyond] = radius / norms[beyond]
+    out = X * scale[:, None]
+    out -= centre
     return out
 
 

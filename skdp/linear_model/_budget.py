@@ -5,10 +5,11 @@ Up to three releases:
 - under add/remove, a Gaussian count of the rows, released first with a
   share of epsilon and of delta; the run is then planned from the released
   count instead of ``n`` (which is private);
-- the probability floor's Gaussian release, its noise set by a share of
-  epsilon measured alone;
-- the training run, its noise calibrated so that the run and the floor's
-  release, composed by the accountant, meet the rest of the budget.
+- the rows' centre, its noise a share of the budget in Gaussian DP
+  (:func:`centre_noise`), and the probability floor's Gaussian release,
+  its noise set by a share of epsilon measured alone;
+- the training run, its noise calibrated so that the run and those
+  releases, composed by the accountant, meet the rest of the budget.
 
 The count and the run compose by basic composition (:func:`basic_composition`).
 """
@@ -28,12 +29,14 @@ from ..accounting import (
     PrivacySpent,
     calibrate_noise_multiplier,
 )
+from ..accounting._gdp import gaussian_dp_delta
 
 __all__ = [
     "Budget",
     "CountRelease",
     "basic_composition",
     "calibrate_run",
+    "centre_noise",
     "count_release",
     "floor_noise",
     "released_size",
@@ -149,6 +152,42 @@ def floor_noise(epsilon, delta, neighbouring):
         accountant="pld" if neighbouring == "add-remove" else "rdp",
     )
     return z * sensitivity
+
+
+@functools.lru_cache(maxsize=256)
+def centre_noise(share, epsilon, delta, neighbouring):
+    """Noise of the centre's release: ``share`` of the budget in Gaussian DP.
+
+    Gaussian mechanisms compose by adding their squared ``mu`` (Dong, Roth
+    and Su 2022, "Gaussian differential privacy", Corollary 3.3), so the
+    share is one of ``mu^2``: the release is ``sqrt(share) mu``-GDP, with
+    ``mu`` that of a Gaussian mechanism meeting ``(epsilon, delta)`` alone
+    (ibid., Corollary 2.13). In units of the bound on one row's term (the
+    sum moves by 2 of them under replace-one, 1 under add/remove). This
+    only sets the noise: the fit's spend is the accountant's composition of
+    every release, calibrated to the target.
+    """
+    mu = gaussian_dp_mu(epsilon, delta)
+    sensitivity = 2.0 if neighbouring == "replace-one" else 1.0
+    return sensitivity / (math.sqrt(share) * mu)
+
+
+def gaussian_dp_mu(epsilon, delta):
+    """The ``mu`` whose Gaussian DP curve passes through ``(epsilon, delta)``.
+
+    ``gaussian_dp_delta(epsilon, mu)`` increases with ``mu``: bisection on
+    a bracket, to a relative 1e-12.
+    """
+    lo, hi = 0.0, 1.0
+    while gaussian_dp_delta(epsilon, hi) < delta:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        if gaussian_dp_delta(epsilon, mid) < delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 _CALIBRATIONS = OrderedDict()

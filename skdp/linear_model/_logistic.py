@@ -203,6 +203,23 @@ default="poisson"
         noise). Needs a target ``epsilon``. ``"auto"``: 0.2 with a target
         epsilon (docs/benchmarks.md, "The probability floor"),
         0 with a fixed ``noise_multiplier``.
+    centring_share : float in [0, 1) or "auto", default="auto"
+        Share of ``epsilon`` set aside for a private centre of the rows,
+        released before training and subtracted from every row during it:
+        the sum of the rows, each put within a public radius (the declared
+        ``row_norm``'s, else ``sqrt(n_features)``), with Gaussian noise,
+        divided by the number of rows and shrunk towards zero by the known
+        noise (positive-part James-Stein). Per-example clipping then spends
+        the clip on what varies between rows rather than on their common
+        offset (columns encoded on generous public bounds sit near one end
+        of their range). The model is returned for the rows as given (the
+        intercept absorbs the centre). The share is one of the budget in
+        Gaussian DP (of ``mu^2``, which Gaussian mechanisms add up); the
+        training noise is calibrated so that everything together, composed
+        by the accountant, meets ``epsilon``. Needs a
+        target ``epsilon`` and ``fit_intercept=True``. ``"auto"``: 0.1 for
+        Poisson and balls-and-bins batches with a target epsilon and an
+        intercept (docs/benchmarks.md, "The private centre"), 0 otherwise.
     fit_intercept : bool, default=True
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
         ``"add-remove"`` only with Poisson batches, a target ``epsilon`` and
@@ -324,6 +341,10 @@ default="poisson"
             Interval(Real, 0, 1, closed="left"),
             StrOptions({"auto"}),
         ],
+        "centring_share": [
+            Interval(Real, 0, 1, closed="left"),
+            StrOptions({"auto"}),
+        ],
         "fit_intercept": ["boolean"],
         "neighbouring": [StrOptions({"replace-one", "add-remove"})],
         "classes": ["array-like", None],
@@ -353,6 +374,7 @@ default="poisson"
         projection_radius=None,
         tail_fraction="auto",
         calibration_share="auto",
+        centring_share="auto",
         fit_intercept=True,
         neighbouring="replace-one",
         classes=None,
@@ -375,6 +397,7 @@ default="poisson"
         self.projection_radius = projection_radius
         self.tail_fraction = tail_fraction
         self.calibration_share = calibration_share
+        self.centring_share = centring_share
         self.fit_intercept = fit_intercept
         self.neighbouring = neighbouring
         self.classes = classes
@@ -405,6 +428,23 @@ default="poisson"
             raise ValueError(
                 "calibration_share needs a target epsilon to take its share of; "
                 "set epsilon, or calibration_share=0 with a fixed noise_multiplier."
+            )
+        if self._centring_share() > 0:
+            if self.epsilon is None:
+                raise ValueError(
+                    "centring_share needs a target epsilon to take its share of; "
+                    "set epsilon, or centring_share=0 with a fixed noise_multiplier."
+                )
+            if not self.fit_intercept:
+                raise ValueError(
+                    "centring_share needs fit_intercept=True (the intercept "
+                    "absorbs the centre); set centring_share=0."
+                )
+        if self._calibration_share() + self._centring_share() >= 1:
+            raise ValueError(
+                f"calibration_share ({self._calibration_share():g}) and "
+                f"centring_share ({self._centring_share():g}) leave nothing of "
+                "epsilon for training: their sum must be below 1."
             )
 
     def _warn_default_row_bound(self):
@@ -447,11 +487,22 @@ default="poisson"
             return 0.0 if self.epsilon is None else self._policy.calibration_share
         return float(self.calibration_share)
 
+    def _centring_share(self):
+        if self.centring_share == "auto":
+            usable = (
+                self.epsilon is not None
+                and self.fit_intercept
+                and self.batch_sampling in AMPLIFIED
+            )
+            return self._policy.centring_share if usable else 0.0
+        return float(self.centring_share)
+
     def _plan(self, n_samples, n_classes, delta=None):
         """The solver's public plan of a run on ``n_samples`` rows (:func:`make_plan`).
 
-        ``delta`` None: the default for ``n_samples`` rows. The probability
-        floor's noise is set by its share of ``epsilon`` at ``delta``.
+        ``delta`` None: the default for ``n_samples`` rows. The noise of the
+        probability floor and of the centre is set by each one's share of
+        the budget at ``delta``.
         """
         delta = resolve_delta(self.delta, n_samples) if delta is None else delta
         share = self._calibration_share()
@@ -459,6 +510,12 @@ default="poisson"
         if share > 0:
             floor_noise = _budget.floor_noise(
                 share * self.epsilon, delta, self.neighbouring
+            )
+        share = self._centring_share()
+        centring_noise = None
+        if share > 0:
+            centring_noise = _budget.centre_noise(
+                share, self.epsilon, delta, self.neighbouring
             )
         return make_plan(
             n_samples=n_samples,
@@ -477,6 +534,7 @@ default="poisson"
             tail_fraction=self.tail_fraction,
             epsilon=self.epsilon,
             calibration_noise=floor_noise,
+            centring_noise=centring_noise,
             neighbouring=self.neighbouring,
             policy=self._policy,
         )

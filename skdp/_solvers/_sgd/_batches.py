@@ -12,7 +12,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .._allocation import allocate_epoch
-from .._rows import feature_norm, row_norms, row_projection, tame_rows
+from .._rows import (
+    centred_rows,
+    feature_norm,
+    row_norms,
+    row_projection,
+    tame_rows,
+)
 
 __all__ = [
     "Batch",
@@ -181,10 +187,17 @@ class _Rows:
     codes : ndarray of int, shape (n_rows,)
     order : ndarray of int or None
         The secret order batches still go through (a shuffled memmap).
+    centre : ndarray of shape (n_features,) or None
+        The centre each batch's rows are still moved by (a memmap's, whose
+        rows are centred as they are read); None: ``X`` is as the run reads
+        it.
     """
 
-    def __init__(self, X, codes, sample_weight, order, n_classes, fit_intercept):
+    def __init__(
+        self, X, codes, sample_weight, order, n_classes, fit_intercept, centre=None
+    ):
         self.X, self.codes, self.order = X, codes, order
+        self.centre = centre
         self.sample_weight = sample_weight
         self.binary = n_classes == 2
         self.one_hot = np.eye(n_classes)
@@ -213,6 +226,8 @@ class _ProjectedAsRead(_Rows):
     def batch(self, index):
         """The :class:`Batch` of the rows ``index`` (index array or slice)."""
         rows = self._features(index)
+        if self.centre is not None:
+            rows = centred_rows(rows, self.centre, self.radius)
         labels = self.codes[index]
         # Exact float64 norms for the projection, with no separate pass.
         raw = np.sqrt(np.einsum("ij,ij->i", rows, rows))
@@ -236,8 +251,19 @@ class _ProjectedOnce(_Rows):
     """
 
     def __init__(
-        self, X, codes, sample_weight, order, n_classes, fit_intercept, *, row_norm
+        self,
+        X,
+        codes,
+        sample_weight,
+        order,
+        n_classes,
+        fit_intercept,
+        centre=None,
+        *,
+        row_norm,
     ):
+        if centre is not None:
+            raise ValueError("Looked-up projections need rows centred up front.")
         raw = row_norms(X, exact=True)
         X, raw = tame_rows(X, raw, feature_norm(row_norm, fit_intercept))
         super().__init__(X, codes, sample_weight, order, n_classes, fit_intercept)
@@ -317,17 +343,31 @@ class _AllocatedMemmapRows(_ProjectedAsRead):
         return super().batch(self._epoch_order[index])
 
 
-def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept):
+def _centred_copy(X, centre, radius, chunk=65536):
+    """``centred_rows`` of every row of ``X``, into one new float64 array."""
+    out = np.empty(X.shape, dtype=float)
+    for lo in range(0, X.shape[0], chunk):
+        out[lo : lo + chunk] = centred_rows(X[lo : lo + chunk], centre, radius)
+    return out
+
+
+def training_rows(
+    X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept, centre=None
+):
     """The rows of a run, in the order its batches index them.
 
     Draws the secret order of a shuffled run. An in-memory array is then
     copied once in that order (memory for a second copy of ``X``, in
     exchange for contiguous batches); a memmap keeps the per-batch gather
-    (copying it would defeat its purpose). Poisson runs on an in-memory
-    array look each row's projection up (:class:`_ProjectedOnce`);
-    balls-and-bins runs rearrange the rows and those projections every epoch
-    (:class:`_ArrangedRows`; a memmap: :class:`_AllocatedMemmapRows`); the
-    others project each batch as it is read.
+    (copying it would defeat its purpose). A ``centre`` (released,
+    :mod:`~skdp._solvers._sgd._centre`) moves every row once it is on the
+    public ball (:func:`~skdp._solvers._rows.centred_rows`): an in-memory
+    array once, into a float64 copy; a memmap's rows as each batch is read.
+    Poisson runs on an in-memory array look each row's projection up
+    (:class:`_ProjectedOnce`); balls-and-bins runs rearrange the rows and
+    those projections every epoch (:class:`_ArrangedRows`; a memmap:
+    :class:`_AllocatedMemmapRows`); the others project each batch as it is
+    read.
 
     Returns
     -------
@@ -342,6 +382,9 @@ def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept
         if sample_weight is not None:
             sample_weight = sample_weight[order]
         order = None
+    if centre is not None and in_memory:
+        X = _centred_copy(X, centre, feature_norm(row_norm, fit_intercept))
+        centre = None
     if plan.sampling == "balls-and-bins":
         kind = _ArrangedRows if in_memory else _AllocatedMemmapRows
     elif plan.sampling == "poisson" and in_memory:
@@ -349,5 +392,12 @@ def training_rows(X, codes, sample_weight, plan, rng, *, row_norm, fit_intercept
     else:
         kind = _ProjectedAsRead
     return kind(
-        X, codes, sample_weight, order, plan.n_classes, fit_intercept, row_norm=row_norm
+        X,
+        codes,
+        sample_weight,
+        order,
+        plan.n_classes,
+        fit_intercept,
+        centre,
+        row_norm=row_norm,
     )

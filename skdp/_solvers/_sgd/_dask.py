@@ -2,12 +2,14 @@
 
 The rows stay where they are. Each partition is held on the worker that
 reads it (:func:`hold_rows`: its block, its class indices and weights, in a
-:class:`PartitionRows`, persisted there) and answers three kinds of
+:class:`PartitionRows`, persisted there) and answers four kinds of
 question, each with an aggregate:
 
 - :func:`summarise_partition`: its number of rows and of features, how many
   values are not finite, how many labels lie outside the declared classes,
   its class counts and what its weights break (a :class:`PartitionSummary`);
+- :func:`partition_row_sum`: the sum of its rows, each put on a public
+  ball (a centred run's centre, a vector of the features' length);
 - :func:`partition_gradient`: the sum of the clipped per-example gradients
   of the rows of one step's batch that it holds, at the model it is sent
   (an array of the model's shape);
@@ -33,12 +35,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._rows import feature_norm, row_projection, tame_rows
+from .._rows import (
+    centred_rows,
+    clipped_row_sum,
+    feature_norm,
+    row_projection,
+    tame_rows,
+)
 from ._batches import Batch, secret_order
+from ._centre import centre_from_sum, centred, centring_radius, uncentred
 from ._floor import _temperature_derivatives, calibrate_from_sums
 from ._plan import UNBOUNDED_ROW_NORM
 from ._policy import DEFAULT_POLICY
-from ._run import SGDResult, check_row_count, descend, initial_weights
+from ._run import (
+    SGDResult,
+    check_centred_intercept,
+    check_row_count,
+    descend,
+    initial_weights,
+)
 from ._steps import clipped_gradient_sum
 
 __all__ = [
@@ -52,6 +67,7 @@ __all__ = [
     "hold_rows",
     "partition_derivatives",
     "partition_gradient",
+    "partition_row_sum",
     "prepare_partition",
     "run_logistic_sgd_dask",
     "sum_of_answers",
@@ -85,14 +101,16 @@ class PartitionRows:
         held = 0 if isinstance(self.X, np.memmap) else self.X.nbytes
         return object.__sizeof__(self) + held + self.codes.nbytes + weights
 
-    def batch(self, index, row_norm, fit_intercept, n_classes):
+    def batch(self, index, row_norm, fit_intercept, n_classes, centre=None):
         """The :class:`Batch` of the local rows ``index``, as in memory.
 
-        The rows are projected onto the public ball as
-        :func:`~skdp._solvers._sgd._batches.training_rows` projects them
-        (exact float64 norms, :func:`tame_rows`, :func:`row_projection`).
+        The rows are centred (if ``centre`` is given) and projected onto the
+        public ball as :func:`~skdp._solvers._sgd._batches.training_rows`
+        does (exact float64 norms, :func:`tame_rows`, :func:`row_projection`).
         """
         rows = np.asarray(self.X.take(index, axis=0), dtype=float)
+        if centre is not None:
+            rows = centred_rows(rows, centre, feature_norm(row_norm, fit_intercept))
         labels = self.codes[index]
         raw = np.sqrt(np.einsum("ij,ij->i", rows, rows))
         rows, raw = tame_rows(rows, raw, feature_norm(row_norm, fit_intercept))
@@ -210,22 +228,41 @@ def summarise_partition(part, n_classes, chunk=65536):
     )
 
 
-def partition_gradient(part, index, W, loss, row_norm):
+def partition_gradient(part, index, W, loss, row_norm, centre=None):
     """The clipped gradient sum over the local rows ``index`` at ``W``.
 
     An array of the shape of ``W``: the partition's share of the step's
-    :func:`~skdp._solvers._sgd._steps.clipped_gradient_sum`.
+    :func:`~skdp._solvers._sgd._steps.clipped_gradient_sum` (on the rows
+    moved by ``centre``, if given).
     """
     n_classes = 2 if W.shape[1] == 1 else W.shape[1]
-    batch = part.batch(index, row_norm, loss.fit_intercept, n_classes)
+    batch = part.batch(index, row_norm, loss.fit_intercept, n_classes, centre)
     return clipped_gradient_sum(W, batch, loss)
 
 
-def partition_derivatives(part, W, anchor, row_norm, fit_intercept, policy):
+def partition_derivatives(
+    part, W, anchor, row_norm, fit_intercept, policy, centre=None
+):
     """The partition's sum of the probability floor's loss derivatives."""
     return _temperature_derivatives(
-        part.X, part.codes, W, anchor, row_norm, fit_intercept, policy
+        part.X,
+        part.codes,
+        W,
+        anchor,
+        row_norm,
+        fit_intercept,
+        policy,
+        centre=centre,
     )
+
+
+def partition_row_sum(part, radius):
+    """The partition's sum of its rows, each put on the ball of ``radius``.
+
+    Its share of the centre's release
+    (:func:`~skdp._solvers._rows.clipped_row_sum`).
+    """
+    return clipped_row_sum(part.X, radius)
 
 
 def _active_client():
@@ -387,12 +424,17 @@ class HeldRows:
         self.offsets = np.concatenate([[0], np.cumsum([p.n_rows for p in parts])])
         return total
 
-    def gradient(self, router, row_norm):
+    def row_sum(self, radius):
+        """The rows' clipped sum (:func:`partition_row_sum`) over the partitions."""
+        questions = [(k, (radius,)) for k in range(len(self.parts))]
+        return self.ask_sum(partition_row_sum, questions)
+
+    def gradient(self, router, row_norm, centre=None):
         """``(W, index, loss) -> sum``: a step's gradient summed over the partitions."""
 
         def gradient(W, index, loss):
             questions = [
-                (k, (local, W, loss, row_norm))
+                (k, (local, W, loss, row_norm, centre))
                 for k, local in router.split(router.rows_of(index))
             ]
             if not questions:  # an empty batch (balls-and-bins): a zero sum
@@ -401,22 +443,22 @@ class HeldRows:
 
         return gradient
 
-    def floor_sums(self):
+    def floor_sums(self, centre=None):
         """The floor's two sums (:class:`~skdp._solvers._sgd._floor.RowSums`)."""
-        return _HeldSums(self)
+        return _HeldSums(self, centre)
 
 
 class _HeldSums:
-    """The probability floor's sums over held partitions."""
+    """The probability floor's sums over held partitions (rows moved by ``centre``)."""
 
-    def __init__(self, held):
-        self.held = held
+    def __init__(self, held, centre=None):
+        self.held, self.centre = held, centre
 
     def class_counts(self, n_classes):
         return self.held.summary.class_counts
 
     def temperature_derivatives(self, W, anchor, row_norm, fit_intercept, policy):
-        args = (W, anchor, row_norm, fit_intercept, policy)
+        args = (W, anchor, row_norm, fit_intercept, policy, self.centre)
         questions = [(k, args) for k in range(len(self.held.parts))]
         return self.held.ask_sum(partition_derivatives, questions)
 
@@ -602,8 +644,22 @@ steps, policy
     row_norm = UNBOUNDED_ROW_NORM if row_norm is None else row_norm
     steps = plan.steps if steps is None else steps
     W = initial_weights(plan, n_features, fit_intercept, init)
+    centre = None
+    if plan.centring_noise is not None:
+        check_centred_intercept(fit_intercept)
+        radius = centring_radius(row_norm, fit_intercept, n_features)
+        row_sum = held.row_sum(radius)
+        centre = centre_from_sum(
+            row_sum,
+            plan.n_samples,
+            radius,
+            plan.centring_noise,
+            rng,
+            policy.centre_shrink,
+        )
+        W = centred(W, centre)
     router = BatchRouter(held.offsets, secret_order(plan, rng))
-    gradient = held.gradient(router, row_norm)
+    gradient = held.gradient(router, row_norm, centre)
     W = descend(
         W,
         router,
@@ -617,7 +673,7 @@ steps, policy
     )
     if plan.calibration_noise is not None:
         W = calibrate_from_sums(
-            held.floor_sums(),
+            held.floor_sums(centre),
             W,
             plan,
             noise_multiplier,
@@ -627,4 +683,6 @@ steps, policy
             steps=steps,
             policy=policy,
         )
-    return SGDResult(W, plan.events(noise_multiplier), steps)
+    return SGDResult(
+        uncentred(W, centre, fit_intercept), plan.events(noise_multiplier), steps
+    )

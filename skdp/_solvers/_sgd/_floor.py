@@ -14,7 +14,13 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from ...accounting import Neighbouring
-from .._rows import feature_norm, row_projection, row_scores, tame_rows
+from .._rows import (
+    centred_rows,
+    feature_norm,
+    row_projection,
+    row_scores,
+    tame_rows,
+)
 from ._plan import UNBOUNDED_ROW_NORM
 from ._policy import DEFAULT_POLICY
 
@@ -175,9 +181,22 @@ def temperature_bound(n_classes, policy=DEFAULT_POLICY):
 
 
 def _temperature_derivatives(
-    X, codes, W, anchor, row_norm, fit_intercept, policy=DEFAULT_POLICY, chunk=65536
+    X,
+    codes,
+    W,
+    anchor,
+    row_norm,
+    fit_intercept,
+    policy=DEFAULT_POLICY,
+    chunk=65536,
+    centre=None,
 ):
-    """Sum over rows of each row's derivative vector (exact; read in chunks)."""
+    """Sum over rows of each row's derivative vector (exact; read in chunks).
+
+    ``centre``: moves every row as it is read, as the run moved it
+    (:func:`~skdp._solvers._rows.centred_rows`; a centred run on rows given
+    as they are).
+    """
     binary = W.shape[1] == 1
     grid = np.asarray(policy.floor_grid)
     bound = policy.floor_logit_bound
@@ -187,6 +206,8 @@ def _temperature_derivatives(
     radius = feature_norm(row_norm, fit_intercept)
     for lo in range(0, X.shape[0], chunk):
         Xb = np.asarray(X[lo : lo + chunk], dtype=float)
+        if centre is not None:
+            Xb = centred_rows(Xb, centre, radius)
         raw = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
         Xb, raw = tame_rows(Xb, raw, radius)
         scale, _ = row_projection(raw, row_norm, fit_intercept)
@@ -268,6 +289,7 @@ def calibrate_probabilities(
     rng,
     steps=None,
     policy=DEFAULT_POLICY,
+    centre=None,
 ):
     """The probability floor: the trained model moved towards a private prior.
 
@@ -281,9 +303,10 @@ def calibrate_probabilities(
     not expected to make up (:func:`public_shrinkage`, public) and leaving it
     only when the training loss says so clearly. Without an intercept the
     anchor is the uniform prediction (logits 0). ``steps``: those the run
-    took (default: the plan's own).
+    took (default: the plan's own). ``centre``: the rows ``X`` are still to be
+    moved by it (a centred run on a memmap); ``W`` is the centred model.
     """
-    sums = RowSums(X, codes)
+    sums = RowSums(X, codes, centre)
     return calibrate_from_sums(
         sums,
         W,
@@ -304,8 +327,8 @@ class RowSums:
     (:func:`calibrate_from_sums`): a Dask run sums them over partitions.
     """
 
-    def __init__(self, X, codes):
-        self.X, self.codes = X, codes
+    def __init__(self, X, codes, centre=None):
+        self.X, self.codes, self.centre = X, codes, centre
 
     def class_counts(self, n_classes):
         """Number of rows of each class."""
@@ -314,7 +337,14 @@ class RowSums:
     def temperature_derivatives(self, W, anchor, row_norm, fit_intercept, policy):
         """Sum over the rows of each row's vector of loss derivatives on the grid."""
         return _temperature_derivatives(
-            self.X, self.codes, W, anchor, row_norm, fit_intercept, policy
+            self.X,
+            self.codes,
+            W,
+            anchor,
+            row_norm,
+            fit_intercept,
+            policy,
+            centre=self.centre,
         )
 
 

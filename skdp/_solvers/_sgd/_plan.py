@@ -109,6 +109,12 @@ class SGDPlan:
     clip_fraction : float or None
         The "auto" clip as a share of ``gradient_bound``; None: a given clip
         norm, or no row bound.
+    centring_noise : float or None
+        Noise std of the one release of the rows' centre
+        (:func:`~skdp._solvers._sgd._centre.release_centre`) divided by the
+        radius each row is put within for it; None: rows are not centred.
+        Like ``calibration_noise``, a :class:`GaussianSumEvent` of the
+        relation's sensitivity (:meth:`events`).
     """
 
     n_samples: int
@@ -129,6 +135,7 @@ class SGDPlan:
     lr_schedule: str = "constant"
     step_factor: float | None = None
     clip_fraction: float | None = None
+    centring_noise: float | None = None
 
     def cache_key(self):
         """A hashable identity of the plan (for caching its calibration)."""
@@ -151,6 +158,7 @@ class SGDPlan:
             self.lr_schedule,
             self.step_factor,
             self.clip_fraction,
+            self.centring_noise,
         )
 
     @property
@@ -210,14 +218,22 @@ class SGDPlan:
         A temperature fit adds one Gaussian release of a sum over all rows, a
         :class:`~skdp.accounting.GaussianSumEvent` (noise in units of one
         row's bound; the accountant applies the relation: the sum moves by 2
-        bounds under replace-one, 1 under add/remove).
+        bounds under replace-one, 1 under add/remove). A centred run adds the
+        centre's release (made before the steps), another
+        :class:`GaussianSumEvent` (noise in units of the radius each row is
+        put within).
         """
+        centring = (
+            []
+            if self.centring_noise is None
+            else [GaussianSumEvent(self.centring_noise)]
+        )
         calibration = (
             []
             if self.calibration_noise is None
             else [GaussianSumEvent(self.calibration_noise)]
         )
-        return self._training_events(noise_multiplier) + calibration
+        return self._training_events(noise_multiplier) + centring + calibration
 
     def _training_events(self, noise_multiplier):
         """Events of the noisy steps (see :meth:`events`)."""
@@ -311,6 +327,7 @@ def make_plan(
     tail_fraction="auto",
     epsilon=None,
     calibration_noise=None,
+    centring_noise=None,
     neighbouring="replace-one",
     policy=DEFAULT_POLICY,
 ):
@@ -391,6 +408,7 @@ def make_plan(
         lr_schedule=lr_schedule,
         step_factor=step_factor,
         clip_fraction=clip_fraction,
+        centring_noise=None if centring_noise is None else float(centring_noise),
     )
 
 

@@ -4,7 +4,10 @@
 prepare the rows (:func:`~skdp._solvers._sgd._batches.training_rows`), take
 the noisy steps (:func:`descend`: one batch, one clipped gradient sum, one
 SGD or SGLD update, the prox, the tail average), then the probability floor
-(:func:`~skdp._solvers._sgd._floor.calibrate_probabilities`) if planned.
+(:func:`~skdp._solvers._sgd._floor.calibrate_probabilities`) if planned. A
+centred run releases the rows' centre first and runs on the centred rows
+(:mod:`~skdp._solvers._sgd._centre`); the model it returns is for the rows
+as given.
 """
 
 import logging
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._batches import batch_indices, training_rows
+from ._centre import centred, centring_radius, release_centre, uncentred
 from ._floor import calibrate_probabilities
 from ._plan import AMPLIFIED, UNBOUNDED_ROW_NORM, SGDSteps
 from ._policy import DEFAULT_POLICY
@@ -20,6 +24,7 @@ from ._steps import UPDATES, LogisticLoss, clipped_gradient_sum, prox_and_projec
 
 __all__ = [
     "SGDResult",
+    "check_centred_intercept",
     "check_row_count",
     "descend",
     "in_memory_gradient",
@@ -96,7 +101,7 @@ def run_logistic_sgd(
         :func:`~skdp._solvers._sgd.schedule_run`); None: the plan's own. The
         events are the plan's either way.
     policy : SGDPolicy, default=DEFAULT_POLICY
-        The probability floor's constants.
+        The constants of the centre's shrinkage and of the probability floor.
 
     Returns
     -------
@@ -106,6 +111,14 @@ def run_logistic_sgd(
     row_norm = UNBOUNDED_ROW_NORM if row_norm is None else row_norm
     steps = plan.steps if steps is None else steps
     W = initial_weights(plan, X.shape[1], fit_intercept, init)
+    centre = None
+    if plan.centring_noise is not None:
+        check_centred_intercept(fit_intercept)
+        radius = centring_radius(row_norm, fit_intercept, X.shape[1])
+        centre = release_centre(
+            X, plan.n_samples, radius, plan.centring_noise, rng, policy.centre_shrink
+        )
+        W = centred(W, centre)
     rows = training_rows(
         X,
         codes,
@@ -114,6 +127,7 @@ def run_logistic_sgd(
         rng,
         row_norm=row_norm,
         fit_intercept=fit_intercept,
+        centre=centre,
     )
     W = descend(W, rows, plan, steps, noise_multiplier, fit_intercept, rng, verbose)
     if plan.calibration_noise is not None:
@@ -128,8 +142,19 @@ def run_logistic_sgd(
             rng=rng,
             steps=steps,
             policy=policy,
+            centre=rows.centre,
         )
+    W = uncentred(W, centre, fit_intercept)
     return SGDResult(W, plan.events(noise_multiplier), steps)
+
+
+def check_centred_intercept(fit_intercept):
+    """Refuse a centred plan without an intercept (nothing absorbs the centre)."""
+    if not fit_intercept:
+        raise ValueError(
+            "A centred run needs fit_intercept=True: the intercept absorbs the "
+            "centre; set centring_share=0 without an intercept."
+        )
 
 
 def check_row_count(plan, n_rows):

@@ -1,0 +1,121 @@
+"""The private centre of the rows, which a run subtracts from every row.
+
+Per-example clipping bounds a record's whole gradient ``r_i [x_i, 1]``. Rows
+far from the origin (numeric columns encoded on generous public bounds sit
+near one end of ``[-1, 1]``) spend most of that bound on their common
+offset, which the intercept already carries, and little on what tells the
+classes apart. A run on ``x - c``, for a centre ``c`` near the rows' mean,
+fits the same models (the intercept absorbs ``c``: :func:`uncentred`) with
+more of the clip on the signal.
+
+The centre is released once, before the run: the sum of the rows, each put
+on the ball of a public radius (:func:`~skdp._solvers._rows.clipped_row_sum`),
+with Gaussian noise of std ``noise * radius`` (a
+:class:`~skdp.accounting.GaussianSumEvent` of multiplier ``noise``, which the
+accountant composes with the run's events), divided by the plan's number of
+rows (public, or the count released under add/remove), then shrunk towards
+the origin by the positive-part James-Stein factor of its known noise (James
+and Stein 1961, "Estimation with quadratic loss"), so that a centre the
+noise would dominate is hardly used. All that follows the release is
+post-processing; a run's events do not depend on the centre.
+"""
+
+import math
+
+import numpy as np
+
+from .._rows import clipped_row_sum, feature_norm
+from ._plan import UNBOUNDED_ROW_NORM
+
+__all__ = [
+    "centre_from_sum",
+    "centred",
+    "centring_radius",
+    "release_centre",
+    "uncentred",
+]
+
+
+def centring_radius(row_norm, fit_intercept, n_features):
+    """The public radius each row is put within for the centre's sum.
+
+    The features' radius of a declared row bound (:func:`feature_norm` of
+    the loss's ``row_norm``); without one, ``sqrt(n_features)``, the norm of
+    a row whose every feature lies in ``[-1, 1]`` (the encoding of
+    :class:`~skdp.preprocessing.SchemaEncoder`). Any radius is private: it
+    only sets how much of a row the sum sees, and its noise.
+    """
+    if row_norm is None or row_norm >= UNBOUNDED_ROW_NORM:
+        return math.sqrt(max(n_features, 1))
+    return feature_norm(row_norm, fit_intercept)
+
+
+def release_centre(X, n_rows, radius, noise, rng, strength=1.0):
+    """The released centre of the rows of ``X``.
+
+    Parameters
+    ----------
+    X : ndarray or memmap of shape (n_samples, n_features)
+        Finite rows, read in chunks.
+    n_rows : int
+        The public number the noisy sum is divided by (the plan's).
+    radius : float
+        :func:`centring_radius`.
+    noise : float
+        Noise std in units of ``radius`` (the plan's ``centring_noise``).
+    rng : numpy.random.Generator
+    strength : float, default=1.0
+        Of the shrinkage (:func:`centre_from_sum`).
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+    """
+    row_sum = clipped_row_sum(X, radius)
+    return centre_from_sum(row_sum, n_rows, radius, noise, rng, strength)
+
+
+def centre_from_sum(row_sum, n_rows, radius, noise, rng, strength=1.0):
+    """:func:`release_centre` from the clipped rows' sum (summed anywhere).
+
+    The noisy mean ``m = (sum + N(0, (noise radius)^2 I)) / n`` times
+    ``max(0, 1 - strength d s^2 / ||m||^2)``, with ``s = noise radius / n``
+    the known noise std of each coordinate of ``m`` and ``d`` their number,
+    then put on the ball of ``radius``, where the mean of the clipped rows
+    lies (so that noise never moves the rows further than that).
+    """
+    std = noise * radius
+    mean = (row_sum + rng.normal(0.0, std, size=row_sum.shape)) / n_rows
+    per_coordinate = std / n_rows
+    energy = float(mean @ mean)
+    noise_energy = strength * mean.size * per_coordinate**2
+    shrink = max(0.0, 1.0 - noise_energy / max(energy, 1e-300))
+    norm = shrink * math.sqrt(energy)
+    if norm > radius:
+        shrink *= radius / norm
+    return shrink * mean
+
+
+def centred(W, centre):
+    """The weights of the same model on centred rows (inverse of :func:`uncentred`)."""
+    if centre is None:
+        return W
+    W = np.array(W, dtype=float)
+    W[-1] += centre @ W[:-1]
+    return W
+
+
+def uncentred(W, centre, fit_intercept):
+    """The weights of the same model on the rows as given (not centred).
+
+    A model ``w . (x - c) + b`` is ``w . x + (b - w . c)``: only the
+    intercept's row changes. Without an intercept there is nothing to absorb
+    the centre; runs without one are not centred.
+    """
+    if centre is None:
+        return W
+    if not fit_intercept:
+        raise ValueError("Only a run with an intercept can be centred.")
+    W = np.array(W, dtype=float)
+    W[-1] -= centre @ W[:-1]
+    return W
