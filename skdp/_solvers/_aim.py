@@ -41,6 +41,18 @@ and of private-pgm); the number of rows is then private too, and the model's
 total is estimated from the noisy 1-way measurements (post-processing): the
 inverse-variance weighted mean of their sums.
 
+Split rule (:func:`plan_one_way`, replace-one only: it reads the number of
+rows, public under that relation). Before anything is measured, a public
+signal (rows per cell of a typical 2-way table over the noise std of 1-way
+measurements taking the whole budget) decides the 1-way marginals' share of
+the budget: all of it below ``AIMPolicy.min_signal`` (no round runs),
+``AIMPolicy.one_way_share`` above. Numeric columns may be measured on fewer
+equal-width bins of their range (their levels in the model). Privacy: the
+1-way measurements are one Gaussian event of ``d`` count tables (a record in
+one cell of each, grouped or not) costing exactly their share; the rounds
+run in the filter on what is left, so the run's zCDP is still at most
+``rho``.
+
 Domain compression (:mod:`._compression`): after the 1-way measurements, a
 column's rare levels may be merged, or a numeric column's bins cut into runs
 of about equal estimated mass; the rounds then count, score and measure
