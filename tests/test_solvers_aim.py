@@ -27,6 +27,9 @@ from skdp.synthetic import DPSyntheticData, marginal_error
 
 #: Few mirror-descent iterations: these tests check privacy, not fit quality.
 FAST_POLICY = AIMPolicy(round_iter=10, final_iter=20)
+#: The same without the split rule: the 1-way marginals take the first
+#: rounds' noise and the rounds run whatever the signal (their mechanics).
+ROUNDS_POLICY = AIMPolicy(round_iter=10, final_iter=20, min_signal=None)
 #: One record's move of a weighted score, per unit of weight (replace-one).
 SCORE_SENSITIVITY = count_sensitivity("replace-one").l1
 
@@ -48,7 +51,7 @@ def _chain(n, n_columns=4, n_levels=4, seed=0):
 def test_rounds_stay_within_the_zcdp_budget(rho):
     """The filter condition: at every order the run's RDP is at most a * rho."""
     X, domain = _chain(400)
-    result = fit_aim(X, [4] * 4, rho, np.random.default_rng(0), policy=FAST_POLICY)
+    result = fit_aim(X, [4] * 4, rho, np.random.default_rng(0), policy=ROUNDS_POLICY)
     zcdp = 0.0
     for event in result.events:
         if isinstance(event, GaussianEvent):
@@ -86,7 +89,10 @@ def test_estimator_spend_is_the_calibrated_budget(epsilon):
         np.asarray(ran.spent(model.delta_, warn=False).rdp)
         <= np.asarray(spent.rdp) * (1 + 1e-9)
     )
-    assert model.selected_ and all(set(s) <= set(domain) for s in model.selected_)
+    assert all(set(s) <= set(domain) for s in model.selected_)
+    # 300 rows of 4 columns of 4 levels: the rounds run only at the largest
+    # budget (below it the split rule gives everything to the 1-way marginals).
+    assert bool(model.selected_) == (epsilon >= 10)
 
 
 SCORE_SIZES = (2, 3, 2)
@@ -184,7 +190,8 @@ def test_verbose_logs_every_round(caplog):
 
     X, domain = _chain(300)
     caplog.set_level(logging.INFO, logger="skdp")
-    model = DPSyntheticData(domain=domain, random_state=0, verbose=1).fit(X)
+    model = DPSyntheticData(epsilon=10.0, domain=domain, random_state=0, verbose=1)
+    model.fit(X)
     rounds = [r.getMessage() for r in caplog.records if "round" in r.getMessage()]
     assert len(rounds) == len(model.selected_)
     assert "measured" in rounds[0] and "zCDP budget (rho) left" in rounds[-1]
@@ -217,7 +224,7 @@ def test_add_remove_halves_the_noise_variance_and_estimates_the_total():
             [4] * 4,
             rho,
             np.random.default_rng(0),
-            policy=FAST_POLICY,
+            policy=ROUNDS_POLICY,
             neighbouring=relation,
         )
         for relation in ("replace-one", "add-remove")
@@ -466,10 +473,14 @@ def test_coarsened_candidates_only_at_high_noise():
 
 @pytest.mark.parametrize(
     "policy",
-    [AIMPolicy(round_iter=10, final_iter=20), AIMPolicy(4, 0.5, 10, 20), AIMPolicy(8)],
+    [
+        ROUNDS_POLICY,
+        AIMPolicy(4, 0.5, 10, 20, min_signal=None),
+        AIMPolicy(8, min_signal=None),
+    ],
 )
 def test_the_first_noise_follows_the_policy(policy):
-    """The 1-way noise splits rho over rounds_per_column * d rounds' measurements."""
+    """Without the split rule, the 1-way noise is the first rounds' noise."""
     X, _ = _chain(300)
     rho = 0.2
     result = fit_aim(X, [4] * 4, rho, np.random.default_rng(0), policy=policy)
@@ -483,7 +494,9 @@ def test_estimator_takes_a_policy_variant():
     """A benchmark passes a variant on an instance; the spend still meets the target."""
     X, domain = _chain(300)
     model = DPSyntheticData(epsilon=1.0, domain=domain, random_state=0)
-    model._aim_policy = AIMPolicy(rounds_per_column=2, round_iter=10, final_iter=20)
+    model._aim_policy = AIMPolicy(
+        rounds_per_column=2, round_iter=10, final_iter=20, min_signal=None
+    )
     model.fit(X)
     rho = 1 / (2 * model.noise_multiplier_**2)
     first = model.events_[0]

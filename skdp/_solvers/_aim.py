@@ -41,6 +41,18 @@ and of private-pgm); the number of rows is then private too, and the model's
 total is estimated from the noisy 1-way measurements (post-processing): the
 inverse-variance weighted mean of their sums.
 
+Split rule (:func:`plan_one_way`, replace-one only: it reads the number of
+rows, public under that relation). Before anything is measured, a public
+signal (rows per cell of a typical 2-way table over the noise std of 1-way
+measurements taking the whole budget) decides the 1-way marginals' share of
+the budget: all of it below ``AIMPolicy.min_signal`` (no round runs),
+``AIMPolicy.one_way_share`` above. Numeric columns may be measured on fewer
+equal-width bins of their range (their levels in the model). Privacy: the
+1-way measurements are one Gaussian event of ``d`` count tables (a record in
+one cell of each, grouped or not) costing exactly their share; the rounds
+run in the filter on what is left, so the run's zCDP is still at most
+``rho``.
+
 Domain compression (:mod:`._compression`): after the 1-way measurements, a
 column's rare levels may be merged, or a numeric column's bins cut into runs
 of about equal estimated mass; the rounds then count, score and measure
@@ -77,7 +89,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..accounting import ExponentialMechanismEvent, GaussianEvent
-from ._compression import compress_column, compressed_measurement, expand_codes
+from ._compression import (
+    Compression,
+    compress_column,
+    compressed_measurement,
+    expand_codes,
+)
 from ._measure import (
     as_counts,
     count_sensitivity,
@@ -99,9 +116,11 @@ __all__ = [
     "AIMModel",
     "AIMPolicy",
     "AIMResult",
+    "OneWayPlan",
     "count_sets",
     "estimate_total",
     "fit_aim",
+    "plan_one_way",
     "workload_cliques",
 ]
 
@@ -156,6 +175,26 @@ class AIMPolicy:
     #: ``sqrt(n / noise std)`` runs (at least 2): more runs where the noise is
     #: small against the rows (docs/benchmarks.md, "Synthetic data on the panel").
     runs_per_sqrt: float = 1.5
+    #: Replace-one only (the number of rows is public): below this signal, the
+    #: rows per cell of a typical 2-way table (the geometric mean over column
+    #: pairs) divided by the noise std of 1-way measurements that take the
+    #: whole budget, every bit of the budget goes to the 1-way marginals (the
+    #: rounds would measure noise); None: the split of the rounds' noise for
+    #: every table (docs/benchmarks.md, "Synthetic data on the panel").
+    min_signal: float | None = 2.0
+    #: Share of the budget the 1-way marginals take when the signal clears
+    #: ``min_signal`` (their noise std ``sqrt(2)`` times that of 1-way-only
+    #: measurements) (docs/benchmarks.md, "Synthetic data on the panel").
+    one_way_share: float = 0.5
+    #: Under the same rule, a numeric column is measured in about this times
+    #: ``sqrt(n / std)`` equal-width bins of its declared range (rounded down to
+    #: a power of two, ``std`` the 1-way noise): fewer, fuller bins where the
+    #: noise is large against the rows (docs/benchmarks.md, "Synthetic data on
+    #: the panel").
+    measured_per_sqrt: float = 1.0
+    #: ... but never fewer than this many bins: coarser bins spread a mode's
+    #: mass over a wide range (docs/benchmarks.md, "Synthetic data on the panel").
+    min_measured_bins: int = 8
 
 
 @dataclass(frozen=True)
@@ -269,6 +308,122 @@ class _Candidates:
         return cls(sets, weights, sensitivity, {r: k for k, r in enumerate(sets)})
 
 
+@dataclass(frozen=True)
+class OneWayPlan:
+    """How the budget is first spent (public): the 1-way share and measured bins.
+
+    Attributes
+    ----------
+    share : float or None
+        Share of the zCDP budget spent on the 1-way measurements (1: all of
+        it, and no round runs); ``None``: the first rounds' noise.
+    groups : tuple
+        Per column, ``None`` or an int array giving the measured bin of each
+        of its ordered levels (empty: every column on its own levels).
+    signal : float or None
+        The signal the rule read (``None``: no rule).
+    """
+
+    share: float | None = None
+    groups: tuple = ()
+    signal: float | None = None
+
+    def compressions(self, sizes):
+        """Per column, the :class:`~._compression.Compression` of its bins or None.
+
+        The levels after the ordered ones (a missing level) keep levels of
+        their own; a measured bin is expanded uniformly over its levels.
+        """
+        out = [None] * len(sizes)
+        for j, head in enumerate(self.groups):
+            if head is None:
+                continue
+            n_bins = int(head.max()) + 1
+            mapping = np.concatenate(
+                [head, n_bins + np.arange(int(sizes[j]) - head.size)]
+            )
+            members = np.bincount(mapping)
+            out[j] = Compression(mapping, 1.0 / members[mapping], n_bins)
+        return out
+
+
+def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
+    """The split of the budget between 1-way marginals and rounds (replace-one).
+
+    A public rule: it reads the number of rows (public under replace-one),
+    the budget, the declared levels and the bins' positions, never the data.
+    ``full`` is the noise std of 1-way measurements taking the whole budget
+    (the independent-marginals baseline); the *signal* is ``n_rows / (full
+    * c)``, ``c`` the geometric mean over column pairs of their cells (numeric
+    columns on their measured bins, :func:`_measured_bins`). Below
+    ``policy.min_signal`` the 1-way marginals take the whole budget (no round
+    runs: the model is the noisy 1-way marginals); above it they take
+    ``policy.one_way_share`` and the rounds the rest. Each numeric column is
+    then measured on the bins :func:`_measured_bins` gives at the 1-way
+    noise. ``policy.min_signal`` ``None``: no rule (the first rounds' noise,
+    every level measured).
+
+    Parameters
+    ----------
+    n_rows : int
+    rho : float
+    sizes : sequence of int
+    positions : sequence or None
+        Per column, ``None`` or the centres of its ordered levels as fractions
+        of its range (``None``: no column is measured on coarser bins).
+    l2_sensitivity : float
+        L2 sensitivity of a count table.
+    policy : AIMPolicy
+
+    Returns
+    -------
+    OneWayPlan
+    """
+    if policy.min_signal is None:
+        return OneWayPlan()
+    d = len(sizes)
+    positions = [None] * d if positions is None else list(positions)
+    full = l2_sensitivity * math.sqrt(d / (2.0 * rho))
+    levels = [
+        _measured_levels(size, _measured_bins(pos, n_rows, full, policy))
+        for size, pos in zip(sizes, positions, strict=True)
+    ]
+    pairs = [levels[i] * levels[j] for i, j in itertools.combinations(range(d), 2)]
+    signal = n_rows / (full * math.exp(np.mean(np.log(pairs)))) if pairs else 0.0
+    share = 1.0 if signal < policy.min_signal else policy.one_way_share
+    std = l2_sensitivity * math.sqrt(d / (2.0 * share * rho))
+    groups = tuple(_measured_bins(pos, n_rows, std, policy) for pos in positions)
+    if all(g is None for g in groups):
+        groups = ()
+    return OneWayPlan(share, groups, signal)
+
+
+def _measured_bins(positions, n_rows, std, policy):
+    """The measured bin of each ordered level, or None (each level measured).
+
+    About ``policy.measured_per_sqrt * sqrt(n_rows / std)`` equal-width bins of
+    the declared range, rounded down to a power of two and at least
+    ``policy.min_measured_bins``; a level goes to the bin holding its centre,
+    bins holding no level are dropped. ``None`` when that is no fewer bins
+    than levels.
+    """
+    if positions is None:
+        return None
+    positions = np.asarray(positions, dtype=float)
+    target = policy.measured_per_sqrt * math.sqrt(n_rows / std)
+    n_bins = max(policy.min_measured_bins, 2 ** math.floor(math.log2(max(target, 1.0))))
+    if n_bins >= positions.size:
+        return None
+    head = np.minimum((positions * n_bins).astype(np.int64), n_bins - 1)
+    head = np.unique(head, return_inverse=True)[1].astype(np.int64)
+    return head if head.max() + 1 < positions.size else None
+
+
+def _measured_levels(size, head):
+    """Levels of a column measured on ``head``'s bins (None: all its levels)."""
+    return size if head is None else size - head.size + int(head.max()) + 1
+
+
 def _coarse_groups(compression, ordered, target):
     """Groups of adjacent ordered levels (about ``target`` of them), or None.
 
@@ -327,31 +482,48 @@ class _Round:
 class _Budget:
     """zCDP filter: it decides each round's noise, never past the budget ``rho``.
 
-    The budget is first split over ``max_rounds`` rounds, each spending
-    ``measure_share`` of its cost on a Gaussian measurement (``1 / (2 z^2)``)
-    and the rest on a selection draw (``eps^2 / 8``). When what is left would
-    not pay for two more rounds, the next round spends all of it and is the
-    last (AIM Algorithm 1); :meth:`anneal` halves the noise and doubles the
-    selection epsilon (AIM Section 4.4).
+    ``one_way_share`` ``None``: the budget is split over ``max_rounds`` rounds
+    and the 1-way measurements take the first rounds' noise. A share ``s``:
+    the 1-way measurements take ``s rho`` (all of it when ``s`` is 1: no
+    round runs) and the rest is split over ``max_rounds`` rounds. Each round
+    spends ``measure_share`` of its cost on a Gaussian measurement (``1 / (2
+    z^2)``) and the rest on a selection draw (``eps^2 / 8``). When what is
+    left would not pay for two more rounds, the next round spends all of it
+    and is the last (AIM Algorithm 1); :meth:`anneal` halves the noise and
+    doubles the selection epsilon (AIM Section 4.4).
     """
 
-    def __init__(self, rho, max_rounds, measure_share):
+    def __init__(self, rho, max_rounds, measure_share, one_way_share=None):
         self.rho = rho
         self.used = 0.0
         self.finished = False
         self._measure_share = measure_share
-        self.z = math.sqrt(max_rounds / (2.0 * measure_share * rho))
-        self.eps = math.sqrt(8.0 * (1.0 - measure_share) * rho / max_rounds)
+        self._one_way_share = one_way_share
+        rounds = rho
+        if one_way_share is not None and one_way_share < 1.0:
+            rounds = (1.0 - one_way_share) * rho
+        self.z = math.sqrt(max_rounds / (2.0 * measure_share * rounds))
+        self.eps = math.sqrt(8.0 * (1.0 - measure_share) * rounds / max_rounds)
 
     def _round_cost(self):
         return 1.0 / (2.0 * self.z**2) + self.eps**2 / 8.0
 
+    def one_way_z(self, n_columns):
+        """Noise multiplier of each of the ``n_columns`` 1-way measurements."""
+        if self._one_way_share is None:
+            return self.z
+        # All of the budget: a hair below it, so rounding never passes it.
+        share = min(self._one_way_share, 1.0 - 1e-12)
+        return math.sqrt(n_columns / (2.0 * share * self.rho))
+
     def spend_one_way(self, n_columns):
-        """Pay for the 1-way measurements (at the first rounds' noise): their event."""
-        self.used = n_columns / (2.0 * self.z**2)
+        """Pay for the 1-way measurements: their event."""
+        z = self.one_way_z(n_columns)
+        self.used = n_columns / (2.0 * z**2)
         if self.used >= self.rho:
             raise RuntimeError("Internal error: the 1-way step exceeds the budget.")
-        return GaussianEvent(self.z, count=n_columns)
+        self.finished = self._one_way_share is not None and self._one_way_share >= 1.0
+        return GaussianEvent(z, count=n_columns)
 
     def next_round(self):
         """Pay for the next round: its :class:`_Round`."""
@@ -458,6 +630,7 @@ def fit_aim(
     ordered=None,
     names=None,
     runs_numeric=False,
+    positions=None,
     policy=None,
 ):
     """Run the adaptive rounds under a zCDP budget ``rho``.
@@ -498,6 +671,11 @@ def fit_aim(
         mass after the 1-way measurements
         (:func:`._compression.ordered_runs`), about ``policy.runs_per_sqrt *
         sqrt(n_rows / std)`` of them (at least 2).
+    positions : sequence or None, default=None
+        Per column, ``None`` or the centres of its ordered levels as fractions
+        of its declared range (public): with ``runs_numeric`` under
+        replace-one, the split rule may measure the column in fewer
+        equal-width bins (:func:`plan_one_way`).
     policy : AIMPolicy or None, default=None
         The tuning (``None``: the defaults).
 
@@ -512,26 +690,51 @@ def fit_aim(
     ordered = [0] * n_columns if ordered is None else [int(k) for k in ordered]
     sensitivity = count_sensitivity(neighbouring)
     candidates = _Candidates.of(n_columns, workload, sensitivity.l1)
-    budget = _Budget(rho, policy.rounds_per_column * n_columns, policy.measure_share)
-    # 1. Every 1-way marginal, with the first rounds' noise.
-    std = sensitivity.l2 * budget.z
-    one_way = _measure_one_way(counts, sizes, std, rng)
+    plan = OneWayPlan()
+    if neighbouring == "replace-one":
+        plan = plan_one_way(
+            counts.n_rows,
+            rho,
+            sizes,
+            positions if runs_numeric else None,
+            sensitivity.l2,
+            policy,
+        )
+    budget = _Budget(
+        rho, policy.rounds_per_column * n_columns, policy.measure_share, plan.share
+    )
+    if plan.share is not None:
+        logger.info(
+            "signal %.3g (min %.3g): share %.3g of the zCDP budget to the 1-way "
+            "marginals%s",
+            plan.signal,
+            policy.min_signal,
+            plan.share,
+            " (all of it: the model is their product)" if plan.share >= 1 else "",
+        )
+    # 1. Every 1-way marginal (a grouped column on its measured bins).
+    std = sensitivity.l2 * budget.one_way_z(n_columns)
+    grouped = plan.compressions(sizes)
+    one_way = _measure_one_way(counts, std, rng, grouped)
     first_event = budget.spend_one_way(n_columns)
     n_rows = counts.n_rows
     if neighbouring == "add-remove":
         n_rows = estimate_total(one_way)
     # 2. The model's levels, then its first fit (post-processing).
     compression = _compressions(
-        one_way, std, n_rows, ordered, compress, runs_numeric, policy
+        one_way, std, n_rows, ordered, compress, runs_numeric, policy, grouped
     )
     state = _start(counts, sizes, one_way, compression, candidates, n_rows, n_jobs)
     state.events.append(first_event)
-    state.refit(policy.round_iter)
+    state.refit(policy.final_iter if budget.finished else policy.round_iter)
     # 3. The adaptive rounds, until the budget says the last one ran.
     setup = _Setup(
         candidates,
         _variants(
-            candidates.sets, compression, ordered, _coarse_target(std, n_rows, policy)
+            candidates.sets,
+            compression,
+            ordered,
+            _coarse_target(sensitivity.l2 * budget.z, n_rows, policy),
         ),
         sensitivity.l2,
         max_cells,
@@ -552,19 +755,35 @@ def fit_aim(
     )
 
 
-def _measure_one_way(counts, sizes, std, rng):
-    """Every 1-way count vector plus Gaussian noise of std ``std``."""
-    return [
-        Measurement((j,), counts.table((j,)) + std * rng.standard_normal(sizes[j]), std)
-        for j in range(counts.n_columns)
-    ]
+def _measure_one_way(counts, std, rng, grouped):
+    """Every 1-way count vector plus Gaussian noise of std ``std``.
+
+    A column with a :class:`~._compression.Compression` in ``grouped`` is
+    measured on its groups (the count vector summed over them, one noisy
+    cell each; a record is still in one cell): the measurement is then on
+    the model's levels of that column.
+    """
+    out = []
+    for j in range(counts.n_columns):
+        table = counts.table((j,))
+        if grouped[j] is not None:
+            table = np.bincount(
+                grouped[j].mapping, weights=table, minlength=grouped[j].n_levels
+            )
+        out.append(
+            Measurement((j,), table + std * rng.standard_normal(table.size), std)
+        )
+    return out
 
 
-def _compressions(one_way, std, n_rows, ordered, compress, runs_numeric, policy):
+def _compressions(
+    one_way, std, n_rows, ordered, compress, runs_numeric, policy, grouped
+):
     """Each column's :class:`~._compression.Compression` from its 1-way measurement.
 
-    The rules read only public values: the noise (fixed by the budget) and the
-    number of rows or, under add-remove, its released estimate.
+    A column measured on groups keeps them (``grouped``). The rules read only
+    public values: the noise (fixed by the budget) and the number of rows or,
+    under add-remove, its released estimate.
     """
     if compress == "auto":
         compress = std <= policy.compress_max_std * n_rows
@@ -575,17 +794,19 @@ def _compressions(one_way, std, n_rows, ordered, compress, runs_numeric, policy)
         else None
     )
     return [
-        compress_column(
+        g
+        if g is not None
+        else compress_column(
             m.y, std, below, k, runs if k else None, bandwidth=policy.smooth_bins
         )
-        for m, k in zip(one_way, ordered, strict=True)
+        for m, k, g in zip(one_way, ordered, grouped, strict=True)
     ]
 
 
 def _start(counts, sizes, one_way, compression, candidates, n_rows, n_jobs):
     """The rounds' state on the compressed levels, with the 1-way measurements."""
     measurements = [
-        compressed_measurement(j, m, c)
+        m if m.y.size == c.n_levels else compressed_measurement(j, m, c)
         for j, (m, c) in enumerate(zip(one_way, compression, strict=True))
     ]
     mappings = None

@@ -22,6 +22,8 @@ inference's events (run while planning) come first, then the method's.
 import logging
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .._solvers import _aim, _tree
 from .._solvers._aim import AIMPolicy, fit_aim
 from .._solvers._tree import TreePlan, TreePolicy, fit_tree_model
@@ -226,6 +228,7 @@ class AIMMethod:
             compress=self.compress_mode(plan.neighbouring),
             names=plan.keys,
             runs_numeric=self.runs_numeric,
+            positions=[bin_positions(s) for s in plan.specs],
             policy=self.policy,
         )
         if fit.rho_used > rho * (1 + 1e-9):
@@ -240,6 +243,22 @@ class AIMMethod:
     def attributes(self, selected):
         """None beyond the shared ones."""
         return {}
+
+
+def bin_positions(spec):
+    """Centres of a numeric column's bins as fractions of its range (public).
+
+    ``None`` for a categorical column. Bins of the same range cut into ``k``
+    equal-width bins hold the levels whose centre is in them: an integer
+    column's levels (one per integer) go where its encoder would put them.
+    """
+    if spec.edges is None:
+        return None
+    edges = np.asarray(spec.edges, dtype=float)
+    span = edges[-1] - edges[0]
+    if span <= 0:
+        return None
+    return ((edges[:-1] + edges[1:]) / 2.0 - edges[0]) / span
 
 
 #: The methods by the estimator's ``method`` parameter.
