@@ -49,8 +49,6 @@ DELTA = 1e-5
 SPLIT_SEED = 0
 SCORE_BINS = 8
 LABEL = "label"
-DECLARED_OTHER = "other"
-RENAMED_OTHER = "other (declared)"
 METHODS = ("skdp", "skdp-ar", "skdp-32", "skdp-8", "independent")
 
 
@@ -77,25 +75,11 @@ def panel_tables(name):
             fit_domain[column] = Numeric(spec[0], spec[1], nullable=nullable)
             score_domain[column] = (spec[0], spec[1], SCORE_BINS)
         else:
-            if DECLARED_OTHER in spec:
-                spec = _rename_other(spec, column, train, test)
             fit_domain[column] = Categorical(list(spec), nullable=nullable)
             score_domain[column] = list(spec)
     fit_domain[LABEL] = Categorical(list(table.classes))
     score_domain[LABEL] = list(table.classes)
     return train, test, fit_domain, score_domain
-
-
-def _rename_other(spec, column, train, test):
-    """A declared category ``"other"`` renamed in the declaration and both tables.
-
-    The scoring codes (:func:`skdp.synthetic.marginal_error`) keep a level
-    ``"other"`` for undeclared values and refuse a declaration that lists one
-    (Aids2's ``T.categ``); the renamed category is the same level.
-    """
-    for frame in (train, test):
-        frame[column] = frame[column].replace(DECLARED_OTHER, RENAMED_OTHER)
-    return [RENAMED_OTHER if c == DECLARED_OTHER else c for c in spec]
 
 
 def score_codes(train, score_domain):

@@ -252,10 +252,13 @@ def build_specs(
         :class:`~skdp.schema.Numeric` or :class:`~skdp.schema.Categorical`
         declared ``nullable=False`` never gets one. A public choice: it depends
         on neither the data nor their dtypes.
-    handle_unknown : {"error", "other"}, default="error"
+    handle_unknown : {"error", "other", "count"}, default="error"
         ``"other"``: every categorical column gets the extra level
         :data:`OTHER` for undeclared values; a column that declares
-        :data:`OTHER` itself is refused (the two would be merged).
+        :data:`OTHER` itself is refused (the two would be merged, and a
+        sampled table could not tell them apart). ``"count"``: the same extra
+        level, unnamed, for reading tables only (the utility metrics): a
+        declared :data:`OTHER` keeps its own level.
     inferred : mapping or None
         Domains learned privately (see :func:`infer_numeric_bounds`), used for
         the columns that ``domain`` leaves out.
@@ -326,8 +329,8 @@ def _categorical_spec(key, categories, dtype, handle_unknown):
         raise ValueError(f"Domain of column {key!r} lists no categories.")
     if len(set(categories)) != len(categories):
         raise ValueError(f"Domain of column {key!r} repeats a category.")
-    other = handle_unknown == "other"
-    if other and OTHER in categories:
+    other = handle_unknown in ("other", "count")
+    if handle_unknown == "other" and OTHER in categories:
         raise ValueError(
             f"Domain of column {key!r} declares a category {OTHER!r}, the level "
             f"that handle_unknown='other' maps undeclared values to: they would "
@@ -388,6 +391,10 @@ def _encode_categorical(spec, values, handle_unknown):
     for i, value in enumerate(values):
         code = lookup.get(value)
         if code is None:
+            if handle_unknown == "count":
+                codes[i] = spec.n_values
+                n_unknown += 1
+                continue
             if handle_unknown != "other":
                 raise ValueError(
                     f"Column {spec.key!r} holds {value!r}, which is not in its "

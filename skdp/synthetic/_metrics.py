@@ -26,12 +26,17 @@ DEFAULT_MARGINAL_SEED = 0
 
 
 def _codes(table, domain, bins):
-    """Columns, specs and codes of a table (missing and undeclared levels kept)."""
+    """Columns, specs and codes of a table (missing and undeclared levels kept).
+
+    Undeclared categories share one extra level of their column, which has
+    no name (``handle_unknown="count"``): a declared category ``"other"``
+    keeps its own.
+    """
     columns, _ = as_table(table)
     specs = build_specs(
-        columns, domain, bins, missing="category", handle_unknown="other"
+        columns, domain, bins, missing="category", handle_unknown="count"
     )
-    return columns, specs, encode_table(columns, specs, handle_unknown="other")
+    return columns, specs, encode_table(columns, specs, handle_unknown="count")
 
 
 def _marginal(codes, columns, sizes):
