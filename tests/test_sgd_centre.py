@@ -128,16 +128,20 @@ def test_a_centred_run_is_the_plain_run_on_centred_rows_mapped_back():
     assert run.events == _plan(400).events(2.0) + [GaussianSumEvent(noise)]
 
 
-def test_a_memmap_run_equals_the_in_memory_run(tmp_path):
+@pytest.mark.parametrize("sampling", ["poisson", "balls-and-bins"])
+def test_a_memmap_run_equals_the_in_memory_run(tmp_path, sampling):
     X, y = _offset_data(300, 3)
     path = tmp_path / "x.dat"
     mm = np.memmap(path, dtype=np.float64, mode="w+", shape=X.shape)
     mm[:] = X
     mm.flush()
     fits = [
-        DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0).fit(data, y)
+        DPLogisticRegression(
+            epsilon=1.0, batch_sampling=sampling, classes=[0, 1], random_state=0
+        ).fit(data, y)
         for data in (X, np.memmap(path, dtype=np.float64, mode="r", shape=X.shape))
     ]
+    assert fits[0]._fit_plan(300, 2).run.centring_noise is not None
     np.testing.assert_allclose(fits[0].coef_, fits[1].coef_, rtol=1e-10)
     np.testing.assert_allclose(fits[0].intercept_, fits[1].intercept_, rtol=1e-10)
 
