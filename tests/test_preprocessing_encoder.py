@@ -200,6 +200,10 @@ def test_clear_errors_name_the_column():
         encoder.transform(pd.DataFrame({"age": [3], "sex": [None]}))
     with pytest.raises(ValueError, match="Column 'age' is declared numeric"):
         encoder.transform(pd.DataFrame({"age": ["old"], "sex": ["F"]}))
+    # Text that reads as a number is text all the same: the table was not
+    # converted (before, "5" was read as 5.0 without a word).
+    with pytest.raises(ValueError, match="'age' is declared numeric but holds text"):
+        encoder.transform(pd.DataFrame({"age": ["5"], "sex": ["F"]}))
     with pytest.raises(ValueError, match="schema must be declared"):
         SchemaEncoder().fit(np.zeros((2, 2)))
 

@@ -203,6 +203,7 @@ def _bad_inputs():
         (frame.astype({"city": "category"}), {"tenure": (0, 9), "city": ["x", "z"]}),
         (frame, {"tenure": (0, 9), "city": ["x"]}),
         (frame, {"tenure": (0, 9), "city": (0, 1)}),
+        (frame.assign(tenure=[{1}, {2}]), {"tenure": (0, 9), "city": ["x", "y"]}),
         (frame.assign(tenure=[1.0, np.inf]), {"tenure": (0, 9), "city": ["x", "y"]}),
         (nan, {"tenure": (0, 9), "city": ["x", "y"]}),
         (nan, {"tenure": Numeric(0, 9), "city": ["x", "y"]}),

@@ -440,3 +440,11 @@ def test_integer_bounds_on_fractional_values_say_they_are_rounded():
         DPSyntheticData(epsilon=1.0, domain={"lwage": (3, 10), "g": ["a", "b"]}).fit(
             whole
         )
+
+
+def test_text_in_a_numeric_column_is_refused_even_when_it_reads_as_a_number():
+    table = pd.DataFrame({"n": ["1", "16"] * 20, "c": ["x", "y"] * 20})
+    model = DPSyntheticData(domain={"n": (0, 20), "c": ["x", "y"]}, **FAST)
+    with pytest.raises(ValueError, match="'n' has a numeric domain.*holds text"):
+        model.fit(table)
+    assert not hasattr(model, "privacy_spent_")

@@ -95,7 +95,21 @@ def _check_unique_names(outputs):
 
 
 def _numeric_values(name, column):
-    """A column as float, NaN where missing; error naming it if not numeric."""
+    """A column as float, NaN where missing; error naming it if not numeric.
+
+    Text is refused even where it reads as a number (``"5"``): a numeric
+    column holding strings is a table that was not converted, and silently
+    reading it would hide that.
+    """
+    dtype = getattr(column, "dtype", None)
+    if dtype is None or getattr(dtype, "kind", "O") in "OSU":
+        text = [v for v in np.asarray(column, dtype=object) if isinstance(v, str)]
+        if text:
+            raise ValueError(
+                f"Column {name!r} is declared numeric but holds text (e.g. "
+                f"{text[:_SHOWN_VALUES]!r}); convert it to numbers before fitting "
+                "or declare the column categorical."
+            )
     try:
         if hasattr(column, "to_numpy"):
             return column.to_numpy(dtype=float, na_value=np.nan)

@@ -180,6 +180,12 @@ def as_column(name, spec):
     if isinstance(spec, Categorical):
         return _checked_categorical(name, spec)
     if isinstance(spec, tuple):
+        if any(isinstance(v, str) for v in spec):
+            raise TypeError(
+                f"Column {name!r}: a tuple declares a numeric range (low, high); "
+                f"{spec!r} holds text: declare categories as a list, "
+                f"{list(spec)!r}, or as Categorical(...)."
+            )
         if len(spec) not in (2, 3):
             raise ValueError(
                 f"Column {name!r}: a numeric range is (low, high) or "

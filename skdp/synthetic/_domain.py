@@ -409,7 +409,18 @@ def _encode_categorical(spec, values, handle_unknown):
 
 
 def _encode_numeric(spec, values):
-    """Codes of a numeric column and how many values were clipped."""
+    """Codes of a numeric column and how many values were clipped.
+
+    Text is refused even where it reads as a number (``"5"``).
+    """
+    if values.dtype.kind in "OSU":
+        text = [v for v in values if isinstance(v, str)]
+        if text:
+            raise ValueError(
+                f"Column {spec.key!r} has a numeric domain (low, high) but holds "
+                f"text (e.g. {text[:3]!r}); convert it to numbers before fitting, "
+                "or declare its categories as a list instead."
+            )
     try:
         x = np.asarray(values, dtype=float)
     except (TypeError, ValueError, OverflowError) as exc:
