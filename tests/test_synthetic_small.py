@@ -140,7 +140,7 @@ def test_measured_bins_are_equal_width_bins_of_the_declared_range():
     fine_codes = encode_table(columns, fine)
     coarse_columns, coarse = as_table(frame)[0], build_specs(columns, domain, 8)
     coarse_codes = encode_table(coarse_columns, coarse)
-    policy = AIMPolicy()
+    policy = AIMPolicy(measured_per_sqrt=1.0)
     for j, spec in enumerate(fine):
         if spec.edges is None:
             continue
@@ -151,6 +151,8 @@ def test_measured_bins_are_equal_width_bins_of_the_declared_range():
     # Never below min_measured_bins; None when no fewer bins than levels.
     assert _measured_bins(bin_positions(fine[2]), 4.0, 1.0, policy).max() + 1 == 8
     assert _measured_bins(bin_positions(fine[2]), 1e6, 1.0, policy) is None
+    # Off by default: every public bin measured.
+    assert _measured_bins(bin_positions(fine[2]), 4.0, 1.0, AIMPolicy()) is None
 
 
 def test_a_record_is_in_one_cell_of_every_measured_one_way_marginal():
@@ -158,7 +160,7 @@ def test_a_record_is_in_one_cell_of_every_measured_one_way_marginal():
     # Column 0: six ordered bins and a missing level; column 1: categorical.
     sizes = (7, 3)
     positions = [(np.arange(6) + 0.5) / 6, None]
-    policy = AIMPolicy(min_measured_bins=2)
+    policy = AIMPolicy(measured_per_sqrt=1.0, min_measured_bins=2)
     plan = plan_one_way(20, 1.0, sizes, positions, REPLACE_ONE.l2, policy)
     grouped = plan.compressions(sizes)
     assert grouped[0] is not None and grouped[0].n_levels < sizes[0]

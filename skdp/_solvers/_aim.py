@@ -46,8 +46,9 @@ rows, public under that relation). Before anything is measured, a public
 signal (rows per cell of a typical 2-way table over the noise std of 1-way
 measurements taking the whole budget) decides the 1-way marginals' share of
 the budget: all of it below ``AIMPolicy.min_signal`` (no round runs),
-``AIMPolicy.one_way_share`` above. Numeric columns may be measured on fewer
-equal-width bins of their range (their levels in the model). Privacy: the
+``AIMPolicy.one_way_share`` above. With ``AIMPolicy.measured_per_sqrt``
+set (off by default), numeric columns are measured on fewer equal-width
+bins of their range (their levels in the model). Privacy: the
 1-way measurements are one Gaussian event of ``d`` count tables (a record in
 one cell of each, grouped or not) costing exactly their share; the rounds
 run in the filter on what is left, so the run's zCDP is still at most
@@ -186,12 +187,12 @@ class AIMPolicy:
     #: ``min_signal`` (their noise std ``sqrt(2)`` times that of 1-way-only
     #: measurements) (docs/benchmarks.md, "Synthetic data on the panel").
     one_way_share: float = 0.5
-    #: Under the same rule, a numeric column is measured in about this times
+    #: Under the same rule, a numeric column may be measured in about this times
     #: ``sqrt(n / std)`` equal-width bins of its declared range (rounded down to
-    #: a power of two, ``std`` the 1-way noise): fewer, fuller bins where the
-    #: noise is large against the rows (docs/benchmarks.md, "Synthetic data on
-    #: the panel").
-    measured_per_sqrt: float = 1.0
+    #: a power of two, ``std`` the 1-way noise); None: on every public bin. Off:
+    #: each coarse bin is sampled flat over its width, which won on 8 scoring
+    #: bins and lost on 32 (docs/benchmarks.md, "Synthetic data on the panel").
+    measured_per_sqrt: float | None = None
     #: ... but never fewer than this many bins: coarser bins spread a mode's
     #: mass over a wide range (docs/benchmarks.md, "Synthetic data on the panel").
     min_measured_bins: int = 8
@@ -407,7 +408,7 @@ def _measured_bins(positions, n_rows, std, policy):
     bins holding no level are dropped. ``None`` when that is no fewer bins
     than levels.
     """
-    if positions is None:
+    if positions is None or policy.measured_per_sqrt is None:
         return None
     positions = np.asarray(positions, dtype=float)
     target = policy.measured_per_sqrt * math.sqrt(n_rows / std)

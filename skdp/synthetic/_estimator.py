@@ -142,11 +142,8 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         sqrt(n / std)`` runs for ``n`` rows and noise std ``std`` (post-processing:
         no extra budget; nearly empty tails join a run instead of taking
         levels of their own); a bin is drawn within its run in proportion to
-        its smoothed noisy count. Under replace-one, where the noise is large
-        against the rows, a numeric column is instead measured on fewer
-        equal-width bins of its range (a power of two, at least 8), each
-        expanded uniformly over its public bins (see Notes). ``"fixed"``:
-        every public bin is a level, always measured.
+        its smoothed noisy count. ``"fixed"``: every public bin is a level,
+        always measured.
     missing : {"error", "category"}, default="error"
         Missing values (NaN/None) go to a missing level, sampled back as
         NaN/None, on the columns declared ``nullable=True`` whatever this
@@ -257,14 +254,10 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
     of the column pairs' cells, says whether a typical 2-way table holds more
     rows per cell than noise. Below 2 the 1-way marginals take the whole
     budget and no round runs (the model is their product: the noisy
-    independent marginals); above it they take half and the rounds the rest.
-    A numeric column is measured on ``2^k >= 8`` equal-width bins of its
-    range, ``2^k`` about ``sqrt(n / std)`` at the 1-way noise std (fewer
-    than its public bins where the noise is large), the model's levels;
-    a record is still in one cell of each (docs/benchmarks.md, "Synthetic
-    data on the panel"). Under add-remove, ``n`` is private and the 1-way
-    marginals take the first rounds' noise. Then each round draws one
-    candidate marginal by the exponential
+    independent marginals); above it they take half and the rounds the rest
+    (docs/benchmarks.md, "Synthetic data on the panel"). Under add-remove,
+    ``n`` is private and the 1-way marginals take the first rounds' noise.
+    Then each round draws one candidate marginal by the exponential
     mechanism (bounded range, ``eps^2 / 8``-zCDP; score: its workload-weighted
     L1 error minus the noise's expected L1 norm, sensitivity
     ``2 max weight``) and measures it with Gaussian noise (``1 / (2 z^2)``);
