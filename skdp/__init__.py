@@ -15,7 +15,12 @@ from . import (
     schema,
     synthetic,
 )
-from .exceptions import OrderGridWarning, PrivacyLeakWarning, UndeclaredBoundWarning
+from .exceptions import (
+    OrderGridWarning,
+    PrivacyLeakWarning,
+    UndeclaredBoundWarning,
+    WeakDeltaWarning,
+)
 from .fairness import DPSaddlePointClassifier
 from .linear_model import DPLogisticRegression
 from .schema import TableSchema
@@ -31,6 +36,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "TableSchema",
     "UndeclaredBoundWarning",
+    "WeakDeltaWarning",
     "__version__",
     "accounting",
     "audit",

@@ -32,7 +32,11 @@ import math
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .utils._validation import default_delta, enable_progress
+from .utils._validation import (
+    check_delta_against_rows,
+    default_delta,
+    enable_progress,
+)
 
 __all__ = ["PrivateFitMixin", "check_spend", "fit_generator", "resolve_delta"]
 
@@ -46,8 +50,15 @@ def fit_generator(random_state):
 
 
 def resolve_delta(delta, n_samples):
-    """``delta`` as declared, or the default for ``n_samples`` rows."""
-    return default_delta(n_samples) if delta is None else float(delta)
+    """``delta`` as declared, or the default for ``n_samples`` rows.
+
+    A declared delta of ``1 / n_samples`` or more is used, with a
+    :class:`~skdp.exceptions.WeakDeltaWarning`.
+    """
+    if delta is None:
+        return default_delta(n_samples)
+    check_delta_against_rows(float(delta), n_samples)
+    return float(delta)
 
 
 def check_spend(spent, target_epsilon):

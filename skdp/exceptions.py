@@ -1,6 +1,11 @@
 """Warnings and errors raised by skdp."""
 
-__all__ = ["OrderGridWarning", "PrivacyLeakWarning", "UndeclaredBoundWarning"]
+__all__ = [
+    "OrderGridWarning",
+    "PrivacyLeakWarning",
+    "UndeclaredBoundWarning",
+    "WeakDeltaWarning",
+]
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -30,4 +35,14 @@ class UndeclaredBoundWarning(UserWarning):
     with this warning, whatever the data: checking whether the default
     actually changed a row would read the private data. The privacy
     guarantee holds; the accuracy may not. Declare the bound to silence it.
+    """
+
+
+class WeakDeltaWarning(UserWarning):
+    """A declared ``delta`` is not small against one over the number of rows.
+
+    ``(epsilon, delta)``-DP with ``delta >= 1 / n`` is met by a mechanism
+    that publishes about one record of the table outright, so such a
+    guarantee protects little. The default delta, ``min(1e-5, n^-1.1)``, is
+    well below ``1 / n``. Said to whoever runs the fit; never released.
     """

@@ -2,22 +2,25 @@
 
 import contextlib
 import logging
+import os
 import sys
 import warnings
 
 import numpy as np
 from sklearn.preprocessing import LabelEncoder
 
-from ..exceptions import PrivacyLeakWarning
+from ..exceptions import PrivacyLeakWarning, WeakDeltaWarning
 
 __all__ = [
     "MAGNITUDE_LIMIT",
     "check_add_remove_delta",
+    "check_delta_against_rows",
     "check_numeric_table",
     "check_sample_weight",
     "default_delta",
     "enable_progress",
     "resolve_classes",
+    "user_stacklevel",
 ]
 
 #: Largest accepted row-norm bound, feature bound, clip norm, step or l1
@@ -34,6 +37,42 @@ _DELTA_EXPONENT = 1.1
 def default_delta(n_samples):
     """Default delta ``min(1e-5, n ** -1.1)``, well below ``1 / n``."""
     return float(min(_DELTA_CAP, float(n_samples) ** -_DELTA_EXPONENT))
+
+
+def check_delta_against_rows(delta, n_samples):
+    """Warn when a declared ``delta`` is not small against ``1 / n_samples``.
+
+    A mechanism that publishes one record in ``1 / delta`` outright meets
+    ``(0, delta)``-DP, so a delta of ``1 / n`` or more allows releasing about
+    one record of the table in the clear. Said to whoever runs the fit (a
+    :class:`~skdp.exceptions.WeakDeltaWarning`), never released.
+    """
+    if n_samples >= 1 and delta >= 1.0 / n_samples:
+        warnings.warn(
+            f"delta={delta:g} is at least 1/n for these {n_samples} rows: a "
+            "guarantee that allows publishing about one record in the clear. "
+            f"Use a delta well below 1/n (the default is "
+            f"min(1e-5, n^-1.1) = {default_delta(n_samples):.3g}).",
+            WeakDeltaWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
+def user_stacklevel():
+    """``stacklevel`` for ``warnings.warn`` pointing at the user's own line.
+
+    Counted from the caller of this function (level 1: the line that warns)
+    out through every frame of skdp and of scikit-learn (whose ``fit``
+    wrappers and Pipelines call skdp), to the first frame of other code.
+    """
+    internal = tuple(
+        os.path.dirname(module.__file__) + os.sep
+        for module in (sys.modules["skdp"], sys.modules["sklearn"])
+    )
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(internal):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def check_add_remove_delta(neighbouring, delta):
@@ -132,7 +171,7 @@ def resolve_classes(y, declared, name, *, binary=False):
             "privacy_spent_ does not cover (a label only one person has "
             "reveals them). Declare the public set with classes=[...].",
             PrivacyLeakWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
     else:
         classes = np.unique(np.asarray(declared))
