@@ -145,14 +145,22 @@ def test_measured_bins_are_equal_width_bins_of_the_declared_range():
         if spec.edges is None:
             continue
         # n / std = 64: 8 bins (sqrt(64) = 8, a power of two).
-        head = _measured_bins(bin_positions(spec), 64.0, 1.0, policy)
+        head = _measured_bins(bin_positions(spec), 64.0, 1.0, policy, 1.0)
         assert head is not None and head.max() + 1 == coarse[j].n_values
         np.testing.assert_array_equal(head[fine_codes[:, j]], coarse_codes[:, j])
     # Never below min_measured_bins; None when no fewer bins than levels.
-    assert _measured_bins(bin_positions(fine[2]), 4.0, 1.0, policy).max() + 1 == 8
-    assert _measured_bins(bin_positions(fine[2]), 1e6, 1.0, policy) is None
-    # Off by default: every public bin measured.
-    assert _measured_bins(bin_positions(fine[2]), 4.0, 1.0, AIMPolicy()) is None
+    assert _measured_bins(bin_positions(fine[2]), 4.0, 1.0, policy, 1.0).max() + 1 == 8
+    assert _measured_bins(bin_positions(fine[2]), 1e6, 1.0, policy, 1.0) is None
+    # Off by default: every public bin measured (the signal alone counts bins).
+    plan = plan_one_way(
+        400,
+        30.0,
+        [s.n_levels for s in fine],
+        [bin_positions(s) for s in fine],
+        REPLACE_ONE.l2,
+        AIMPolicy(),
+    )
+    assert plan.groups == () and plan.share == AIMPolicy().one_way_share
 
 
 def test_a_record_is_in_one_cell_of_every_measured_one_way_marginal():

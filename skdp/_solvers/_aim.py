@@ -193,6 +193,11 @@ class AIMPolicy:
     #: each coarse bin is sampled flat over its width, which won on 8 scoring
     #: bins and lost on 32 (docs/benchmarks.md, "Synthetic data on the panel").
     measured_per_sqrt: float | None = None
+    #: The signal counts a numeric column's cells as about this times
+    #: ``sqrt(n / std)`` equal-width bins (the same rounding): the resolution its
+    #: 2-way tables can be read at, whatever is measured (docs/benchmarks.md,
+    #: "Synthetic data on the panel").
+    signal_per_sqrt: float = 1.0
     #: ... but never fewer than this many bins: coarser bins spread a mode's
     #: mass over a wide range (docs/benchmarks.md, "Synthetic data on the panel").
     min_measured_bins: int = 8
@@ -386,32 +391,37 @@ def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
     positions = [None] * d if positions is None else list(positions)
     full = l2_sensitivity * math.sqrt(d / (2.0 * rho))
     levels = [
-        _measured_levels(size, _measured_bins(pos, n_rows, full, policy))
+        _measured_levels(
+            size, _measured_bins(pos, n_rows, full, policy, policy.signal_per_sqrt)
+        )
         for size, pos in zip(sizes, positions, strict=True)
     ]
     pairs = [levels[i] * levels[j] for i, j in itertools.combinations(range(d), 2)]
     signal = n_rows / (full * math.exp(np.mean(np.log(pairs)))) if pairs else 0.0
     share = 1.0 if signal < policy.min_signal else policy.one_way_share
     std = l2_sensitivity * math.sqrt(d / (2.0 * share * rho))
-    groups = tuple(_measured_bins(pos, n_rows, std, policy) for pos in positions)
+    groups = tuple(
+        _measured_bins(pos, n_rows, std, policy, policy.measured_per_sqrt)
+        for pos in positions
+    )
     if all(g is None for g in groups):
         groups = ()
     return OneWayPlan(share, groups, signal)
 
 
-def _measured_bins(positions, n_rows, std, policy):
-    """The measured bin of each ordered level, or None (each level measured).
+def _measured_bins(positions, n_rows, std, policy, per_sqrt):
+    """The bin of each ordered level, or None (each level on its own).
 
-    About ``policy.measured_per_sqrt * sqrt(n_rows / std)`` equal-width bins of
-    the declared range, rounded down to a power of two and at least
+    About ``per_sqrt * sqrt(n_rows / std)`` equal-width bins of the declared
+    range, rounded down to a power of two and at least
     ``policy.min_measured_bins``; a level goes to the bin holding its centre,
     bins holding no level are dropped. ``None`` when that is no fewer bins
-    than levels.
+    than levels, or ``per_sqrt`` is None.
     """
-    if positions is None or policy.measured_per_sqrt is None:
+    if positions is None or per_sqrt is None:
         return None
     positions = np.asarray(positions, dtype=float)
-    target = policy.measured_per_sqrt * math.sqrt(n_rows / std)
+    target = per_sqrt * math.sqrt(n_rows / std)
     n_bins = max(policy.min_measured_bins, 2 ** math.floor(math.log2(max(target, 1.0))))
     if n_bins >= positions.size:
         return None
