@@ -391,6 +391,14 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
             values = _numeric_values(name, column)
             missing = np.isnan(values)
             self._check_missing(name, spec, missing)
+            infinite = np.isinf(values)
+            if infinite.any():
+                raise ValueError(
+                    f"Column {name!r} holds {int(infinite.sum())} infinite "
+                    "value(s); replace them (a finite value beyond the declared "
+                    "range is clipped into it) or mark them missing in a "
+                    "nullable column."
+                )
             low, high = float(spec.low), float(spec.high)
             clipped = np.clip(np.where(missing, low, values), low, high)
             if binned:
