@@ -170,7 +170,8 @@ def test_private_grid_search_reports_the_whole_search():
     assert search.refit_privacy_spent_ is refit
     assert refit.epsilon <= 2.0 < search.privacy_spent_.epsilon
     text = repr(search)
-    assert "whole search" in text and f"{expected.epsilon:.3g}" in text
+    assert "search's fits" in text and f"{expected.epsilon:.3g}" in text
+    assert "does not cover the validation scores" in text
     assert "refit alone" in text
     # KFold folds, not the StratifiedKFold of an integer cv in GridSearchCV.
     plain = GridSearchCV(est, grid, cv=KFold(3)).fit(X, y)

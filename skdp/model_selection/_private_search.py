@@ -20,8 +20,11 @@ from ._search import _as_grid, private_cv, search_privacy
 __all__ = ["PrivateGridSearchCV", "PrivateRandomizedSearchCV"]
 
 _SPEND_NOTE = (
-    "privacy_spent_ is the WHOLE search (quote it): every fit that held a record, "
-    "plus the refit. best_estimator_.privacy_spent_ is the refit alone"
+    "privacy_spent_ is the search's training (quote it, not the refit's): every "
+    "fit that held a record, plus the refit. It does not cover the validation "
+    "scores (cv_results_) or the choice of the winner, computed without noise "
+    "(guide: model selection, 'Choosing the winner leaks too'). "
+    "best_estimator_.privacy_spent_ is the refit alone"
 )
 
 
@@ -117,7 +120,7 @@ class _PrivateSearchMixin:
         refit = getattr(getattr(self, "best_estimator_", None), "privacy_spent_", None)
         refit_text = "" if refit is None else f" (refit alone: {refit.epsilon:.3g})"
         return (
-            f"{text}\n# whole search: epsilon={spent.epsilon:.3g}, "
+            f"{text}\n# search's fits: epsilon={spent.epsilon:.3g}, "
             f"delta={spent.delta:.3g}{refit_text}. {_SPEND_NOTE}."
         )
 
@@ -169,7 +172,7 @@ _COMMON_DOC = """
     parent search. A failed fit leaves the search as it was.
 
     .. warning::
-       ``privacy_spent_`` is what the **whole search** spent: quote it.
+       ``privacy_spent_`` is what the **whole search's fits** spent: quote it.
        ``best_estimator_.privacy_spent_`` (also ``refit_privacy_spent_``)
        is the refitted model's spend alone, one part of the total; the
        repr of a fitted search prints both.
