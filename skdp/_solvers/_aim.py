@@ -189,9 +189,9 @@ class AIMPolicy:
     one_way_share: float = 0.5
     #: Under the same rule, a numeric column may be measured in about this times
     #: ``sqrt(n / std)`` equal-width bins of its declared range (rounded down to
-    #: a power of two, ``std`` the 1-way noise); None: on every public bin. Off:
-    #: each coarse bin is sampled flat over its width, which won on 8 scoring
-    #: bins and lost on 32 (docs/benchmarks.md, "Synthetic data on the panel").
+    #: a power of two, ``std`` the 1-way noise); None, the default: on every
+    #: public bin, since a coarse bin is sampled flat over its whole width
+    #: (docs/benchmarks.md, "Synthetic data on the panel").
     measured_per_sqrt: float | None = None
     #: The signal counts a numeric column's cells as about this times
     #: ``sqrt(n / std)`` equal-width bins (the same rounding): the resolution its

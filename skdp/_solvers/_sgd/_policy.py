@@ -56,7 +56,7 @@ class SGDPolicy:
     #: Enough for the probability floor to keep the log-loss at the prior's or below
     #: (docs/benchmarks.md, "The probability floor").
     calibration_share: float = 0.2
-    #: A tenth of epsilon centres the rows well enough from a few hundred rows on
+    #: A tenth of the budget's mu^2 buys a centre that frees the clip for the signal
     #: (docs/benchmarks.md, "The private centre").
     centring_share: float = 0.1
     #: Shrinkage of the noisy centre towards the origin, in units of its noise energy
