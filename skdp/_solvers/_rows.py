@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 __all__ = [
+    "ball_scale",
     "centred_rows",
     "clipped_row_sum",
     "feature_norm",
@@ -51,16 +52,23 @@ def row_projection(raw_norms, row_norm, fit_intercept):
         Norm of each projected row fed to the loss.
     """
     raw = np.asarray(raw_norms, dtype=float)
-    radius = feature_norm(row_norm, fit_intercept)
-    # Only rows beyond the ball are scaled (no division by tiny norms, which
-    # overflows against the unbounded radius).
-    scale = np.ones_like(raw)
-    beyond = raw > radius
-    scale[beyond] = radius / raw[beyond]
+    scale = ball_scale(raw, feature_norm(row_norm, fit_intercept))
     norm = raw * scale
     if fit_intercept:
         norm = np.sqrt(norm**2 + 1.0)
     return scale, norm
+
+
+def ball_scale(norms, radius):
+    """``min(1, radius / norm)`` for each norm: the projection onto the ball.
+
+    Only rows beyond the ball are scaled (no division by tiny norms, which
+    overflows against the unbounded radius).
+    """
+    scale = np.ones_like(norms)
+    beyond = norms > radius
+    scale[beyond] = radius / norms[beyond]
+    return scale
 
 
 def row_norms(X, chunk=65536, exact=False):
@@ -102,10 +110,7 @@ def clipped_row_sum(X, radius, chunk=65536):
         block = np.asarray(X[lo : lo + chunk], dtype=float)
         norms = np.sqrt(np.einsum("ij,ij->i", block, block))
         block, norms = tame_rows(block, norms, radius)
-        scale = np.ones_like(norms)
-        beyond = norms > radius
-        scale[beyond] = radius / norms[beyond]
-        total += scale @ block
+        total += ball_scale(norms, radius) @ block
     return total
 
 
@@ -134,10 +139,7 @@ def centred_rows(X, centre, radius):
     X = np.asarray(X, dtype=float)
     norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     X, norms = tame_rows(X, norms, radius)
-    scale = np.ones_like(norms)
-    beyond = norms > radius
-    scale[beyond] = radius / norms[beyond]
-    out = X * scale[:, None]
+    out = X * ball_scale(norms, radius)[:, None]
     out -= centre
     return out
 
