@@ -118,7 +118,11 @@ def test_fit_aim_with_runs_spends_the_same_budget():
     codes = np.column_stack(
         [rng.integers(0, 32, size=400), rng.integers(0, 3, size=400)]
     )
-    plain = fit_aim(codes, (32, 3), 0.05, np.random.default_rng(0), ordered=[32, 0])
+    # Without the split rule: the rounds run whatever the signal.
+    rounds = AIMPolicy(min_signal=None)
+    plain = fit_aim(
+        codes, (32, 3), 0.05, np.random.default_rng(0), ordered=[32, 0], policy=rounds
+    )
     runs = fit_aim(
         codes,
         (32, 3),
@@ -126,6 +130,7 @@ def test_fit_aim_with_runs_spends_the_same_budget():
         np.random.default_rng(0),
         ordered=[32, 0],
         runs_numeric=True,
+        policy=rounds,
     )
     assert runs.model.compression[0].n_levels < 32
     assert runs.rho_used <= 0.05 * (1 + 1e-9) and plain.rho_used <= 0.05 * (1 + 1e-9)
