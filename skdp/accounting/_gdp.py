@@ -32,6 +32,7 @@ __all__ = [
     "cyclic_mu",
     "gaussian_dp_delta",
     "gaussian_dp_epsilon",
+    "gaussian_dp_mu",
     "gaussian_mixture_dp_epsilon",
     "gdp_epsilon",
 ]
@@ -93,6 +94,24 @@ def gaussian_dp_epsilon(mu, delta):
     if not 0.0 < delta < 1.0:
         raise ValueError(f"delta must be in (0, 1), got {delta}.")
     return _smallest_epsilon(lambda e: gaussian_dp_delta(e, mu), delta, mu * mu)
+
+
+def gaussian_dp_mu(epsilon, delta):
+    """The ``mu`` whose Gaussian DP curve passes through ``(epsilon, delta)``.
+
+    ``gaussian_dp_delta(epsilon, mu)`` increases with ``mu``: bisection on
+    a bracket, to a relative 1e-12.
+    """
+    lo, hi = 0.0, 1.0
+    while gaussian_dp_delta(epsilon, hi) < delta:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        if gaussian_dp_delta(epsilon, mid) < delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def gaussian_mixture_dp_epsilon(mus, weights, delta):

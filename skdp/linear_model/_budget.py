@@ -29,7 +29,7 @@ from ..accounting import (
     PrivacySpent,
     calibrate_noise_multiplier,
 )
-from ..accounting._gdp import gaussian_dp_delta
+from ..accounting._gdp import gaussian_dp_mu
 
 __all__ = [
     "Budget",
@@ -170,24 +170,6 @@ def centre_noise(share, epsilon, delta, neighbouring):
     mu = gaussian_dp_mu(epsilon, delta)
     sensitivity = 2.0 if neighbouring == "replace-one" else 1.0
     return sensitivity / (math.sqrt(share) * mu)
-
-
-def gaussian_dp_mu(epsilon, delta):
-    """The ``mu`` whose Gaussian DP curve passes through ``(epsilon, delta)``.
-
-    ``gaussian_dp_delta(epsilon, mu)`` increases with ``mu``: bisection on
-    a bracket, to a relative 1e-12.
-    """
-    lo, hi = 0.0, 1.0
-    while gaussian_dp_delta(epsilon, hi) < delta:
-        lo, hi = hi, 2.0 * hi
-    while hi - lo > 1e-12 * hi:
-        mid = 0.5 * (lo + hi)
-        if gaussian_dp_delta(epsilon, mid) < delta:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 _CALIBRATIONS = OrderedDict()

@@ -24,14 +24,15 @@ import math
 
 import numpy as np
 
-from .._rows import clipped_row_sum, feature_norm
+from .._rows import feature_norm
 from ._plan import UNBOUNDED_ROW_NORM
 
 __all__ = [
     "centre_from_sum",
     "centred",
     "centring_radius",
-    "release_centre",
+    "check_centred_intercept",
+    "release_run_centre",
     "uncentred",
 ]
 
@@ -50,33 +51,56 @@ def centring_radius(row_norm, fit_intercept, n_features):
     return feature_norm(row_norm, fit_intercept)
 
 
-def release_centre(X, n_rows, radius, noise, rng, strength=1.0):
-    """The released centre of the rows of ``X``.
+def check_centred_intercept(fit_intercept):
+    """Refuse a centred plan without an intercept (nothing absorbs the centre)."""
+    if not fit_intercept:
+        raise ValueError(
+            "A centred run needs fit_intercept=True: the intercept absorbs the "
+            "centre; set centring_share=0 without an intercept."
+        )
+
+
+def release_run_centre(plan, row_sum, n_features, row_norm, fit_intercept, rng, policy):
+    """The centre a run releases first, or None if its plan centres nothing.
 
     Parameters
     ----------
-    X : ndarray or memmap of shape (n_samples, n_features)
-        Finite rows, read in chunks.
-    n_rows : int
-        The public number the noisy sum is divided by (the plan's).
-    radius : float
-        :func:`centring_radius`.
-    noise : float
-        Noise std in units of ``radius`` (the plan's ``centring_noise``).
+    plan : SGDPlan
+        Its ``centring_noise`` (None: no centre) and ``n_samples`` (the
+        public number the noisy sum is divided by).
+    row_sum : callable
+        ``radius -> ndarray of shape (n_features,)``: the sum of the rows,
+        each put on the ball of ``radius``
+        (:func:`~skdp._solvers._rows.clipped_row_sum`, or its sum over held
+        partitions).
+    n_features : int
+    row_norm : float
+        The loss's row bound (``UNBOUNDED_ROW_NORM``: none declared).
+    fit_intercept : bool
     rng : numpy.random.Generator
-    strength : float, default=1.0
-        Of the shrinkage (:func:`centre_from_sum`).
+    policy : SGDPolicy
+        Its ``centre_shrink``.
 
     Returns
     -------
-    ndarray of shape (n_features,)
+    ndarray of shape (n_features,) or None
     """
-    row_sum = clipped_row_sum(X, radius)
-    return centre_from_sum(row_sum, n_rows, radius, noise, rng, strength)
+    if plan.centring_noise is None:
+        return None
+    check_centred_intercept(fit_intercept)
+    radius = centring_radius(row_norm, fit_intercept, n_features)
+    return centre_from_sum(
+        row_sum(radius),
+        plan.n_samples,
+        radius,
+        plan.centring_noise,
+        rng,
+        policy.centre_shrink,
+    )
 
 
 def centre_from_sum(row_sum, n_rows, radius, noise, rng, strength=1.0):
-    """:func:`release_centre` from the clipped rows' sum (summed anywhere).
+    """The released centre, from the sum of the rows put on the ball of ``radius``.
 
     The noisy mean ``m = (sum + N(0, (noise radius)^2 I)) / n`` times
     ``max(0, 1 - strength d s^2 / ||m||^2)``, with ``s = noise radius / n``
@@ -105,17 +129,15 @@ def centred(W, centre):
     return W
 
 
-def uncentred(W, centre, fit_intercept):
+def uncentred(W, centre):
     """The weights of the same model on the rows as given (not centred).
 
     A model ``w . (x - c) + b`` is ``w . x + (b - w . c)``: only the
-    intercept's row changes. Without an intercept there is nothing to absorb
-    the centre; runs without one are not centred.
+    intercept's row changes (a centred run has one,
+    :func:`check_centred_intercept`).
     """
     if centre is None:
         return W
-    if not fit_intercept:
-        raise ValueError("Only a run with an intercept can be centred.")
     W = np.array(W, dtype=float)
     W[-1] -= centre @ W[:-1]
     return W

@@ -43,13 +43,12 @@ from .._rows import (
     tame_rows,
 )
 from ._batches import Batch, secret_order
-from ._centre import centre_from_sum, centred, centring_radius, uncentred
+from ._centre import centred, release_run_centre, uncentred
 from ._floor import _temperature_derivatives, calibrate_from_sums
 from ._plan import UNBOUNDED_ROW_NORM
 from ._policy import DEFAULT_POLICY
 from ._run import (
     SGDResult,
-    check_centred_intercept,
     check_row_count,
     descend,
     initial_weights,
@@ -644,20 +643,10 @@ steps, policy
     row_norm = UNBOUNDED_ROW_NORM if row_norm is None else row_norm
     steps = plan.steps if steps is None else steps
     W = initial_weights(plan, n_features, fit_intercept, init)
-    centre = None
-    if plan.centring_noise is not None:
-        check_centred_intercept(fit_intercept)
-        radius = centring_radius(row_norm, fit_intercept, n_features)
-        row_sum = held.row_sum(radius)
-        centre = centre_from_sum(
-            row_sum,
-            plan.n_samples,
-            radius,
-            plan.centring_noise,
-            rng,
-            policy.centre_shrink,
-        )
-        W = centred(W, centre)
+    centre = release_run_centre(
+        plan, held.row_sum, n_features, row_norm, fit_intercept, rng, policy
+    )
+    W = centred(W, centre)
     router = BatchRouter(held.offsets, secret_order(plan, rng))
     gradient = held.gradient(router, row_norm, centre)
     W = descend(
@@ -683,6 +672,4 @@ steps, policy
             steps=steps,
             policy=policy,
         )
-    return SGDResult(
-        uncentred(W, centre, fit_intercept), plan.events(noise_multiplier), steps
-    )
+    return SGDResult(uncentred(W, centre), plan.events(noise_multiplier), steps)

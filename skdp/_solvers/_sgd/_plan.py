@@ -111,7 +111,7 @@ class SGDPlan:
         norm, or no row bound.
     centring_noise : float or None
         Noise std of the one release of the rows' centre
-        (:func:`~skdp._solvers._sgd._centre.release_centre`) divided by the
+        (:func:`~skdp._solvers._sgd._centre.release_run_centre`) divided by the
         radius each row is put within for it; None: rows are not centred.
         Like ``calibration_noise``, a :class:`GaussianSumEvent` of the
         relation's sensitivity (:meth:`events`).

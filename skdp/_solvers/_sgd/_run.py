@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._rows import clipped_row_sum
 from ._batches import batch_indices, training_rows
-from ._centre import centred, centring_radius, release_centre, uncentred
+from ._centre import centred, release_run_centre, uncentred
 from ._floor import calibrate_probabilities
 from ._plan import AMPLIFIED, UNBOUNDED_ROW_NORM, SGDSteps
 from ._policy import DEFAULT_POLICY
@@ -24,7 +25,6 @@ from ._steps import UPDATES, LogisticLoss, clipped_gradient_sum, prox_and_projec
 
 __all__ = [
     "SGDResult",
-    "check_centred_intercept",
     "check_row_count",
     "descend",
     "in_memory_gradient",
@@ -111,14 +111,16 @@ def run_logistic_sgd(
     row_norm = UNBOUNDED_ROW_NORM if row_norm is None else row_norm
     steps = plan.steps if steps is None else steps
     W = initial_weights(plan, X.shape[1], fit_intercept, init)
-    centre = None
-    if plan.centring_noise is not None:
-        check_centred_intercept(fit_intercept)
-        radius = centring_radius(row_norm, fit_intercept, X.shape[1])
-        centre = release_centre(
-            X, plan.n_samples, radius, plan.centring_noise, rng, policy.centre_shrink
-        )
-        W = centred(W, centre)
+    centre = release_run_centre(
+        plan,
+        lambda radius: clipped_row_sum(X, radius),
+        X.shape[1],
+        row_norm,
+        fit_intercept,
+        rng,
+        policy,
+    )
+    W = centred(W, centre)
     rows = training_rows(
         X,
         codes,
@@ -144,17 +146,8 @@ def run_logistic_sgd(
             policy=policy,
             centre=rows.centre,
         )
-    W = uncentred(W, centre, fit_intercept)
+    W = uncentred(W, centre)
     return SGDResult(W, plan.events(noise_multiplier), steps)
-
-
-def check_centred_intercept(fit_intercept):
-    """Refuse a centred plan without an intercept (nothing absorbs the centre)."""
-    if not fit_intercept:
-        raise ValueError(
-            "A centred run needs fit_intercept=True: the intercept absorbs the "
-            "centre; set centring_share=0 without an intercept."
-        )
 
 
 def check_row_count(plan, n_rows):
