@@ -16,6 +16,7 @@ from . import (
     synthetic,
 )
 from .exceptions import (
+    ClippedValuesWarning,
     OrderGridWarning,
     PrivacyLeakWarning,
     UndeclaredBoundWarning,
@@ -29,6 +30,7 @@ from .synthetic import DPSyntheticData
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ClippedValuesWarning",
     "DPLogisticRegression",
     "DPSaddlePointClassifier",
     "DPSyntheticData",

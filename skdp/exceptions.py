@@ -1,6 +1,7 @@
 """Warnings and errors raised by skdp."""
 
 __all__ = [
+    "ClippedValuesWarning",
     "OrderGridWarning",
     "PrivacyLeakWarning",
     "UndeclaredBoundWarning",
@@ -45,4 +46,15 @@ class WeakDeltaWarning(UserWarning):
     that publishes about one record of the table outright, so such a
     guarantee protects little. The default delta, ``min(1e-5, n^-1.1)``, is
     well below ``1 / n``. Said to whoever runs the fit; never released.
+    """
+
+
+class ClippedValuesWarning(UserWarning):
+    """Many values of a numeric column lie beyond its declared bounds.
+
+    They are clipped into the bounds, as documented. A public bound that
+    cuts off a few outliers is a sound choice; one that cuts off a large
+    share of a column was usually declared in other units (a fraction for a
+    percentage, thousands for units), and the column then carries little
+    information. Said to whoever runs the transform; never released.
     """

@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -283,3 +284,28 @@ def test_two_numbers_declared_as_a_list_get_a_range_hint():
     with pytest.raises(ValueError) as info:
         words.fit_transform(pd.DataFrame({"c": ["a", "z"]}))
     assert "tuple" not in str(info.value)
+
+
+def test_a_bound_in_other_units_warns_naming_the_column():
+    import pandas as pd
+
+    from skdp import ClippedValuesWarning
+
+    frame = pd.DataFrame(
+        {
+            "share": np.linspace(0.0, 100.0, 40),  # a percentage declared as (0, 1)
+            "age": np.r_[np.linspace(20, 60, 39), 95.0],  # one outlier of 40
+            "c": ["a", "b"] * 20,
+        }
+    )
+    schema = TableSchema({"share": (0.0, 1.0), "age": (18, 90), "c": ["a", "b"]})
+    encoder = SchemaEncoder(schema).fit(frame)
+    with pytest.warns(ClippedValuesWarning) as record:
+        encoder.transform(frame)
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert "'share': 98% beyond (0, 1)" in message and "'age'" not in message
+    assert record[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoder.transform(frame[["age", "c"]].assign(share=0.5))

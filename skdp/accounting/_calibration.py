@@ -74,9 +74,10 @@ def calibrate_noise_multiplier(
 ):
     """Smallest noise multiplier whose spend is at most ``target_epsilon``.
 
-    Brackets the multiplier by doubling or halving, then bisects (on a log
-    scale) keeping the upper end, so the returned noise always meets the
-    target: ``spent.epsilon <= target_epsilon``, and within 0.5% below it.
+    Searches by secant steps on ``log epsilon`` against ``log noise``, with
+    a bracket and halvings as safeguards, keeping the upper end, so the
+    returned noise always meets the target: ``spent.epsilon <=
+    target_epsilon``, and within 0.5% below it.
     Assumes the spend decreases with the noise, as it does for every event of
     this package.
 
@@ -118,11 +119,12 @@ def calibrate(make_events, target_epsilon, delta, accountant, policy=None):
     """Smallest noise multiplier whose spend by ``accountant`` meets the target.
 
     The search runs on the accountant's :meth:`Accountant.calibration_stages`:
-    it brackets the noise on the first (doubling or halving from 1) and
-    bisects; each later stage, if it meets the target at the noise found so
-    far, continues below it (steps down by ``policy.descent_factor``, then
-    bisection). The spend is the accountant's own report at the final noise
-    if a later stage moved it, else the first stage's.
+    it finds the crossing of the first from noise 1; each later stage, if it
+    meets the target at the noise found so far, continues below it. Each
+    crossing is a safeguarded secant search on ``log epsilon`` against ``log
+    noise`` (:meth:`_Search.crossing`). The spend is the accountant's own
+    report at the final noise if a later stage moved it, else the first
+    stage's.
 
     Parameters
     ----------
@@ -132,7 +134,7 @@ def calibrate(make_events, target_epsilon, delta, accountant, policy=None):
     accountant : Accountant
         An empty accountant (only its kind and settings are used).
     policy : AccountingPolicy or None, default=None
-        The search's bracket and tolerance; None: the accountant's policy if
+        The search's limits and tolerance; None: the accountant's policy if
         it has one, else the defaults.
 
     Returns
@@ -144,89 +146,144 @@ def calibrate(make_events, target_epsilon, delta, accountant, policy=None):
         policy = getattr(accountant, "policy", DEFAULT_POLICY)
     search = _Search(make_events, target_epsilon, delta, policy)
     first, *later = accountant.calibration_stages()
-    z = search.bracket(first)
+    z, slope = search.crossing(first, 1.0, _FIRST_SLOPE)
     reporter = first
     for stage in later:
-        below = search.descend(stage, z)
+        below = search.descend(stage, z, slope)
         if below is not None:
-            z, reporter = below, accountant
+            (z, slope), reporter = below, accountant
     spent = composed(reporter.fresh(), _as_pairs(make_events(z))).spent(delta)
     return z, spent
 
 
+# Slope of log epsilon against log noise assumed before two points are
+# known: about -1 for Gaussian compositions at moderate noise.
+_FIRST_SLOPE = -1.0
+# The slope a secant step trusts, and the largest factor one step moves the
+# noise by (a wild slope or an infinite epsilon cannot run the search away).
+_SLOPE_RANGE = (-4.0, -0.25)
+_MAX_STEP = math.log(8.0)
+# Inside a bracket, an interpolated point keeps this share of the bracket
+# (in log noise) on each side, so every step shrinks it.
+_INTERPOLATION_MARGIN = 0.1
+
+
 class _Search:
-    """The noise searches of :func:`calibrate` (epsilon decreases with noise)."""
+    """The noise searches of :func:`calibrate` (epsilon decreases with noise).
+
+    Every epsilon is computed once per stage and noise (a search that comes
+    back to a point reads it).
+    """
 
     def __init__(self, make_events, target_epsilon, delta, policy):
         self.make_events = make_events
         self.target = target_epsilon
         self.delta = delta
         self.policy = policy
+        self._known = {}
 
     def epsilon(self, stage, z):
         """Epsilon of the run at noise ``z``, by a fresh copy of ``stage``."""
-        pairs = _as_pairs(self.make_events(z))
-        return composed(stage.fresh(), pairs).get_epsilon(self.delta, warn=False)
+        key = (id(stage), z)
+        if key not in self._known:
+            pairs = _as_pairs(self.make_events(z))
+            accountant = composed(stage.fresh(), pairs)
+            self._known[key] = accountant.get_epsilon(self.delta, warn=False)
+        return self._known[key]
 
-    def bracket(self, stage):
-        """Bracket from noise 1 by doubling or halving, then bisect."""
-
-        def epsilon(z):
-            return self.epsilon(stage, z)
-
-        policy, target = self.policy, self.target
-        lo = hi = 1.0
-        if epsilon(hi) <= target:
-            while epsilon(lo) <= target:
-                hi, lo = lo, lo / 2.0
-                if lo < policy.min_noise:
-                    break
-        else:
-            while epsilon(hi) > target:
-                lo, hi = hi, hi * 2.0
-                if hi > policy.max_noise:
-                    raise ValueError(
-                        f"No noise multiplier up to {policy.max_noise:g} reaches "
-                        f"epsilon={target} at delta={self.delta}; raise the target."
-                    )
-        return self.bisect(epsilon, lo, hi, epsilon(hi))[0]
-
-    def descend(self, stage, z):
+    def descend(self, stage, z, slope):
         """Continue below ``z`` on ``stage``, or None if it misses the target."""
-
-        def epsilon(z):
-            return self.epsilon(stage, z)
-
-        hi, eps_hi = z, epsilon(z)
-        if not eps_hi <= self.target:
+        if not self.epsilon(stage, z) <= self.target:
             return None
-        lo = hi
-        while True:
-            lo *= self.policy.descent_factor
-            eps_lo = epsilon(lo)
-            if eps_lo > self.target:
-                break
-            hi, eps_hi = lo, eps_lo
-            if lo < self.policy.min_noise:
-                break
-        return self.bisect(epsilon, lo, hi, eps_hi)[0]
+        return self.crossing(stage, z, slope)
 
-    def bisect(self, epsilon, lo, hi, eps_hi):
-        """Bisect ``[lo, hi]`` on a log scale keeping ``epsilon(hi) <= target``.
+    def crossing(self, stage, z, slope):
+        """Noise where ``stage`` meets the target within ``target_rtol`` below.
 
-        Stops once ``epsilon(hi)`` is within ``policy.target_rtol`` below the
-        target (or the bracket is a float apart); returns ``(hi,
-        epsilon(hi))``.
+        From ``z``, secant steps on ``log epsilon`` against ``log z`` (slope
+        from the last two points, else ``slope``; each step at most a factor
+        of 8) until the target is bracketed, then false position inside the
+        bracket, kept off its ends and replaced by a halving when the same
+        end moved twice (so the bracket shrinks geometrically). Every step
+        aims at ``target (1 - target_rtol / 2)``. Only noise whose epsilon
+        meets the target is returned.
+
+        Returns
+        -------
+        noise_multiplier : float
+        slope : float
+            The last secant slope (a hint for a later stage's search).
+
+        Raises
+        ------
+        ValueError
+            If no noise multiplier up to ``policy.max_noise`` meets the target.
         """
-        target = self.target
-        for _ in range(self.policy.max_bisections):
-            close = eps_hi >= (1.0 - self.policy.target_rtol) * target
-            if close or hi / lo < 1 + _BRACKET_RTOL:
-                break
-            mid = math.sqrt(lo * hi)
-            eps_mid = epsilon(mid)
-            if eps_mid <= target:
-                hi, eps_hi = mid, eps_mid
+        policy, target = self.policy, self.target
+        floor = (1.0 - policy.target_rtol) * target
+        aim = math.log(target) + math.log1p(-0.5 * policy.target_rtol)
+        low = high = previous = None  # (z, epsilon): above / meeting the target
+        moves = []  # inside the bracket: which end each step moved
+        for _ in range(policy.max_search_steps):
+            eps = self.epsilon(stage, z)
+            slope = _secant_slope(previous, (z, eps), slope)
+            previous = (z, eps)
+            bracketed = low is not None and high is not None
+            if eps <= target:
+                high = (z, eps)
+                moves += ["high"] if bracketed else []
+                if eps >= floor or z <= policy.min_noise:
+                    break
             else:
-                lo = mid
-        return hi, eps_hi
+                low = (z, eps)
+                moves += ["low"] if bracketed else []
+                if z >= policy.max_noise:
+                    break
+            if low is None:
+                z = max(z * math.exp(_secant_step(eps, aim, slope)), policy.min_noise)
+            elif high is None:
+                z = min(z * math.exp(_secant_step(eps, aim, slope)), policy.max_noise)
+            elif high[0] / low[0] < 1 + _BRACKET_RTOL:
+                break
+            else:
+                halve = len(moves) >= 2 and moves[-1] == moves[-2]
+                z = _interpolate(low, high, aim, halve)
+        if high is None:
+            raise ValueError(
+                f"No noise multiplier up to {policy.max_noise:g} reaches "
+                f"epsilon={target} at delta={self.delta}; raise the target."
+            )
+        return high[0], slope
+
+
+def _secant_slope(previous, point, slope):
+    """Slope of ``log epsilon`` on ``log z`` through two points, else ``slope``."""
+    if previous is None:
+        return slope
+    (z0, e0), (z1, e1) = previous, point
+    if z0 == z1 or not (0 < e0 < math.inf and 0 < e1 < math.inf):
+        return slope
+    secant = math.log(e1 / e0) / math.log(z1 / z0)
+    low, high = _SLOPE_RANGE
+    return min(max(secant, low), high) if math.isfinite(secant) else slope
+
+
+def _secant_step(eps, aim, slope):
+    """Change of ``log z`` that the slope says reaches ``aim`` from ``eps``."""
+    if not eps > 0:
+        return -_MAX_STEP
+    if not math.isfinite(eps):
+        return _MAX_STEP
+    step = (math.log(eps) - aim) / -slope
+    return min(max(step, -_MAX_STEP), _MAX_STEP)
+
+
+def _interpolate(low, high, aim, halve):
+    """Next noise inside the bracket ``low < z < high`` (log scale)."""
+    (z_low, e_low), (z_high, e_high) = low, high
+    share = 0.5
+    if not halve and 0 < e_high and math.isfinite(e_low):
+        f_low, f_high = math.log(e_low) - aim, math.log(e_high) - aim
+        share = f_low / (f_low - f_high)
+        share = min(max(share, _INTERPOLATION_MARGIN), 1 - _INTERPOLATION_MARGIN)
+    return math.exp(math.log(z_low) + share * math.log(z_high / z_low))

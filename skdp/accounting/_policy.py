@@ -32,10 +32,8 @@ class AccountingPolicy:
     max_noise: float = 1e6
     # Calibration stops within this share below the target (a documented promise).
     target_rtol: float = 0.005
-    # Cap on bisection steps (the relative tolerance ends the search far sooner).
-    max_bisections: int = 200
-    # Factor of each step down from the Rényi noise on a tight bound.
-    descent_factor: float = 0.8
+    # Cap on search steps (the relative tolerance ends the search far sooner).
+    max_search_steps: int = 200
 
     # -- the tight accountants' rounding slack (docs/benchmarks.md,
     # "Accounting at scale") --

@@ -2,24 +2,56 @@
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..exceptions import ClippedValuesWarning
 from ..schema import Categorical, Numeric, TableSchema
 from ..utils._sklearn import StrOptions, fit_context
+from ..utils._validation import user_stacklevel
 
 __all__ = ["SchemaEncoder"]
 
 # How many offending values an error message lists.
 _SHOWN_VALUES = 5
+# Share of a numeric column's values beyond its bounds that warns: clipping
+# a few outliers is what a bound is for; a twentieth is rarely meant.
+_CLIPPED_SHARE_WARNED = 0.05
 # The output for undeclared categories, as an error about output names says it.
 _OTHER_OUTPUT = (
     "its output for undeclared values (handle_unknown='other'; with "
     "handle_unknown='ignore' they have none)"
 )
+
+
+def _warn_clipped(clipped, schema):
+    """One :class:`ClippedValuesWarning` for the columns clipped the most.
+
+    ``clipped``: column name -> share of its present values beyond its
+    declared bounds; the columns at or above ``_CLIPPED_SHARE_WARNED`` are
+    named with their share and bounds.
+    """
+    heavy = {
+        name: share for name, share in clipped.items() if share >= _CLIPPED_SHARE_WARNED
+    }
+    if not heavy:
+        return
+    details = "; ".join(
+        f"{name!r}: {share:.0%} beyond "
+        f"({schema.columns[name].low:g}, {schema.columns[name].high:g})"
+        for name, share in heavy.items()
+    )
+    warnings.warn(
+        f"Values clipped into their declared bounds: {details}. A bound that "
+        "cuts off this much of a column was often declared in other units "
+        "(a fraction for a percentage, thousands for units); check it.",
+        ClippedValuesWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 def _is_frame(X):
@@ -176,7 +208,9 @@ def _category_codes(column, categories):
 class SchemaEncoder(TransformerMixin, BaseEstimator):
     """Encode a table into a design matrix from its declared schema alone.
 
-    Numeric columns are clipped to their declared ``(low, high)`` and mapped
+    Numeric columns are clipped to their declared ``(low, high)`` (a
+    :class:`~skdp.exceptions.ClippedValuesWarning` names any column with 5% or
+    more of its values beyond them: bounds in other units) and mapped
     linearly to [-1, 1] (or, with ``numeric="bins"``, one-hot on their
     declared public bins); categorical columns are one-hot on their declared
     categories, in the declared order. A nullable column gets one more output,
@@ -375,18 +409,21 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         columns = self._columns(X)
+        clipped = {}
         blocks = [
-            self._encode(name, spec, binned, column)
+            self._encode(name, spec, binned, column, clipped)
             for (name, spec, binned), column in zip(
                 self._blocks(self.schema_), columns, strict=True
             )
         ]
+        _warn_clipped(clipped, self.schema_)
         n_rows = len(columns[0]) if columns else 0
         if not blocks:
             return np.zeros((n_rows, 0))
         return np.hstack(blocks)
 
-    def _encode(self, name, spec, binned, column):
+    def _encode(self, name, spec, binned, column, clipped):
+        """One column's output block (a numeric one's clipped share to ``clipped``)."""
         if isinstance(spec, Numeric):
             values = _numeric_values(name, column)
             missing = np.isnan(values)
@@ -400,15 +437,19 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
                     "nullable column."
                 )
             low, high = float(spec.low), float(spec.high)
-            clipped = np.clip(np.where(missing, low, values), low, high)
+            present = values[~missing]
+            if present.size:
+                beyond = np.count_nonzero((present < low) | (present > high))
+                clipped[name] = beyond / present.size
+            values = np.clip(np.where(missing, low, values), low, high)
             if binned:
                 edges = _bin_edges(spec)
-                codes = np.searchsorted(edges[1:-1], clipped, side="right")
+                codes = np.searchsorted(edges[1:-1], values, side="right")
                 out = np.zeros((values.size, edges.size - 1))
                 out[np.arange(values.size), codes] = 1.0
                 out[missing] = 0.0
             else:
-                out = (2.0 * (clipped - low) / (high - low) - 1.0)[:, None]
+                out = (2.0 * (values - low) / (high - low) - 1.0)[:, None]
                 out[missing] = 0.0
             return self._with_indicator(spec, out, missing)
         codes = _category_codes(column, spec.categories)
