@@ -20,6 +20,7 @@ from .exceptions import (
     OrderGridWarning,
     PrivacyLeakWarning,
     UndeclaredBoundWarning,
+    UnscaledFeaturesWarning,
     WeakDeltaWarning,
 )
 from .fairness import DPSaddlePointClassifier
@@ -38,6 +39,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "TableSchema",
     "UndeclaredBoundWarning",
+    "UnscaledFeaturesWarning",
     "WeakDeltaWarning",
     "__version__",
     "accounting",

@@ -5,6 +5,7 @@ __all__ = [
     "OrderGridWarning",
     "PrivacyLeakWarning",
     "UndeclaredBoundWarning",
+    "UnscaledFeaturesWarning",
     "WeakDeltaWarning",
 ]
 
@@ -57,4 +58,16 @@ class ClippedValuesWarning(UserWarning):
     share of a column was usually declared in other units (a fraction for a
     percentage, thousands for units), and the column then carries little
     information. Said to whoever runs the transform; never released.
+    """
+
+
+class UnscaledFeaturesWarning(UserWarning):
+    """Features far outside [-1, 1] reached DP-SGD with no declared row bound.
+
+    The defaults (clip norm, step, probability floor) assume columns on a
+    public scale, as :class:`~skdp.preprocessing.SchemaEncoder` makes them
+    from a declaration. Raw amounts (dollars, ages, counts) still get the
+    privacy guarantee, but the model and its probabilities may be poor.
+    Said to whoever runs the fit, from a look at its first rows; never
+    released.
     """

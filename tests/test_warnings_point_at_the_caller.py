@@ -57,3 +57,25 @@ def test_undeclared_classes_warn_at_the_users_line_through_a_pipeline():
     ):
         (warning,) = _caught(lambda model=model: model.fit(X, y), PrivacyLeakWarning)
         assert warning.filename == __file__
+
+
+def test_clipped_values_warn_at_the_users_line_through_a_private_search():
+    from sklearn.model_selection import KFold
+
+    from skdp import ClippedValuesWarning, TableSchema
+    from skdp.model_selection import PrivateGridSearchCV
+    from skdp.pipeline import make_private_pipeline
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"pay": rng.uniform(0, 90_000, 200), "x": rng.uniform(-1, 1, 200)}
+    )
+    y = (frame["x"] > 0).astype(int)
+    schema = TableSchema({"pay": (0, 90), "x": (-1, 1)}, classes=[0, 1])
+    search = PrivateGridSearchCV(
+        make_private_pipeline(schema, DPLogisticRegression(random_state=0)),
+        {"dplogisticregression__epsilon": [1.0]},
+        cv=KFold(2),
+    )
+    caught = _caught(lambda: search.fit(frame, y), ClippedValuesWarning)
+    assert caught and all(w.filename == __file__ for w in caught)

@@ -20,7 +20,7 @@ from .._solvers._sgd import (
 )
 from .._solvers._sgd._dask import HeldRows, run_logistic_sgd_dask
 from ..accounting import account
-from ..exceptions import UndeclaredBoundWarning
+from ..exceptions import UndeclaredBoundWarning, UnscaledFeaturesWarning
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
     MAGNITUDE_LIMIT,
@@ -28,6 +28,7 @@ from ..utils._validation import (
     check_numeric_table,
     check_sample_weight,
     resolve_classes,
+    user_stacklevel,
 )
 from . import _budget
 from ._base import LinearClassifierPredictMixin
@@ -69,6 +70,41 @@ def _encode_labels(y, classes, chunk=1 << 20):
     for lo in range(0, len(y), chunk):
         codes[lo : lo + chunk] = np.searchsorted(classes, y[lo : lo + chunk])
     return codes
+
+
+# A column whose median absolute value is above this is not on a public
+# scale (encoded columns lie in [-1, 1]; standardised ones have medians near
+# 0.7, heavy tails included).
+_UNSCALED_MEDIAN = 10.0
+# Rows that check reads (a memmap is not read whole for a warning).
+_SCALE_CHECK_ROWS = 10_000
+
+
+def _warn_unscaled(X):
+    """Say so when columns of ``X`` are far outside [-1, 1] (its first rows).
+
+    The defaults assume features on a public scale; raw amounts keep the
+    privacy guarantee but can make the model and its probabilities poor.
+    """
+    head = np.asarray(X[:_SCALE_CHECK_ROWS], dtype=float)
+    if head.size == 0:
+        return
+    medians = np.median(np.abs(head), axis=0)
+    far = np.flatnonzero(medians > _UNSCALED_MEDIAN)
+    if far.size == 0:
+        return
+    shown = ", ".join(str(j) for j in far[:10]) + (", ..." if far.size > 10 else "")
+    warnings.warn(
+        f"Columns {shown} of X are far outside [-1, 1] (median absolute "
+        f"value up to {medians[far].max():.3g}); DP-SGD's default clip, step "
+        "and probability floor assume features on a public scale. Encode the "
+        "table from its declaration (make_private_pipeline(TableSchema(...), "
+        "...) or SchemaEncoder), or map each column to [-1, 1] by public "
+        "bounds. The privacy guarantee holds either way; the accuracy and the "
+        "probabilities may not.",
+        UnscaledFeaturesWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 class DPLogisticRegression(
@@ -633,6 +669,8 @@ default="poisson"
         check_classification_targets(y)
         weights = check_sample_weight(sample_weight, X.shape[0])
         classes = resolve_classes(y, self.classes, "DPLogisticRegression")
+        if self.row_norm is None:
+            _warn_unscaled(X)
         return _FitData(X, _encode_labels(y, classes), classes, weights)
 
     # The steps of the private fit (skdp._base.PrivateFitMixin).

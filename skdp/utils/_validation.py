@@ -62,12 +62,14 @@ def user_stacklevel():
     """``stacklevel`` for ``warnings.warn`` pointing at the user's own line.
 
     Counted from the caller of this function (level 1: the line that warns)
-    out through every frame of skdp and of scikit-learn (whose ``fit``
-    wrappers and Pipelines call skdp), to the first frame of other code.
+    out through every frame of skdp, of scikit-learn (whose ``fit`` wrappers
+    and Pipelines call skdp) and of joblib (whose caches and parallel loops
+    run a search's fits), to the first frame of other code.
     """
     internal = tuple(
-        os.path.dirname(module.__file__) + os.sep
-        for module in (sys.modules["skdp"], sys.modules["sklearn"])
+        os.path.dirname(sys.modules[name].__file__) + os.sep
+        for name in ("skdp", "sklearn", "joblib")
+        if name in sys.modules
     )
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and frame.f_code.co_filename.startswith(internal):
