@@ -162,10 +162,10 @@ _FIRST_SLOPE = -1.0
 # The slope a secant step trusts, and the largest factor one step moves the
 # noise by (a wild slope or an infinite epsilon cannot run the search away).
 _SLOPE_RANGE = (-4.0, -0.25)
-_MAX_STEP = math.log(8.0)
+_MAX_STEP = math.log(32.0)
 # Inside a bracket, an interpolated point keeps this share of the bracket
 # (in log noise) on each side, so every step shrinks it.
-_INTERPOLATION_MARGIN = 0.1
+_INTERPOLATION_MARGIN = 0.02
 
 
 class _Search:
@@ -202,9 +202,10 @@ class _Search:
 
         From ``z``, secant steps on ``log epsilon`` against ``log z`` (slope
         from the last two points, else ``slope``; each step at most a factor
-        of 8) until the target is bracketed, then false position inside the
-        bracket, kept off its ends and replaced by a halving when the same
-        end moved twice (so the bracket shrinks geometrically). Every step
+        of 32) until the target is bracketed; inside the bracket the same
+        secant step where it lands well inside, else false position between
+        the bracket's ends, kept off them, and a halving whenever three steps
+        did not halve the bracket (so it shrinks geometrically). Every step
         aims at ``target (1 - target_rtol / 2)``. Only noise whose epsilon
         meets the target is returned.
 
@@ -223,22 +224,21 @@ class _Search:
         floor = (1.0 - policy.target_rtol) * target
         aim = math.log(target) + math.log1p(-0.5 * policy.target_rtol)
         low = high = previous = None  # (z, epsilon): above / meeting the target
-        moves = []  # inside the bracket: which end each step moved
+        widths = []  # the bracket's width in log noise, after each step
         for _ in range(policy.max_search_steps):
             eps = self.epsilon(stage, z)
             slope = _secant_slope(previous, (z, eps), slope)
             previous = (z, eps)
-            bracketed = low is not None and high is not None
             if eps <= target:
                 high = (z, eps)
-                moves += ["high"] if bracketed else []
                 if eps >= floor or z <= policy.min_noise:
                     break
             else:
                 low = (z, eps)
-                moves += ["low"] if bracketed else []
                 if z >= policy.max_noise:
                     break
+            if low is not None and high is not None:
+                widths.append(math.log(high[0] / low[0]))
             if low is None:
                 z = max(z * math.exp(_secant_step(eps, aim, slope)), policy.min_noise)
             elif high is None:
@@ -246,8 +246,9 @@ class _Search:
             elif high[0] / low[0] < 1 + _BRACKET_RTOL:
                 break
             else:
-                halve = len(moves) >= 2 and moves[-1] == moves[-2]
-                z = _interpolate(low, high, aim, halve)
+                halve = len(widths) >= 4 and widths[-1] > 0.5 * widths[-4]
+                secant = z * math.exp(_secant_step(eps, aim, slope))
+                z = _inside(secant, low, high, aim, halve)
         if high is None:
             raise ValueError(
                 f"No noise multiplier up to {policy.max_noise:g} reaches "
@@ -278,12 +279,22 @@ def _secant_step(eps, aim, slope):
     return min(max(step, -_MAX_STEP), _MAX_STEP)
 
 
-def _interpolate(low, high, aim, halve):
-    """Next noise inside the bracket ``low < z < high`` (log scale)."""
+def _inside(secant, low, high, aim, halve):
+    """Next noise inside the bracket ``low < z < high`` (log scale).
+
+    ``secant`` if it lies at least ``_INTERPOLATION_MARGIN`` of the bracket
+    from both ends, else false position between the ends (kept that far
+    from them); the bracket's middle if ``halve``.
+    """
     (z_low, e_low), (z_high, e_high) = low, high
+    width = math.log(z_high / z_low)
     share = 0.5
-    if not halve and 0 < e_high and math.isfinite(e_low):
-        f_low, f_high = math.log(e_low) - aim, math.log(e_high) - aim
-        share = f_low / (f_low - f_high)
-        share = min(max(share, _INTERPOLATION_MARGIN), 1 - _INTERPOLATION_MARGIN)
-    return math.exp(math.log(z_low) + share * math.log(z_high / z_low))
+    if not halve:
+        share = math.log(secant / z_low) / width
+        if not _INTERPOLATION_MARGIN <= share <= 1 - _INTERPOLATION_MARGIN:
+            share = 0.5
+            if 0 < e_high and math.isfinite(e_low):
+                f_low, f_high = math.log(e_low) - aim, math.log(e_high) - aim
+                share = f_low / (f_low - f_high)
+            share = min(max(share, _INTERPOLATION_MARGIN), 1 - _INTERPOLATION_MARGIN)
+    return math.exp(math.log(z_low) + share * width)
