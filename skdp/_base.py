@@ -82,10 +82,10 @@ class PrivateFitMixin:
     def _fit_private(self, data):
         """Plan, calibrate, schedule, run, account, check, then set attributes."""
         rng = self._fit_generator()
-        plan = self._plan_fit(data, rng)
-        noise_multiplier = self._calibrate(plan)
-        schedule = self._schedule(plan, noise_multiplier, data)
         with enable_progress(getattr(self, "verbose", 0)):
+            plan = self._plan_fit(data, rng)
+            noise_multiplier = self._calibrate(plan)
+            schedule = self._schedule(plan, noise_multiplier, data)
             result = self._run(schedule, noise_multiplier, data, rng)
         spent = self._account(plan, result)
         check_spend(spent, self._target_epsilon(plan))

@@ -358,6 +358,8 @@ def test_verbose_logs_one_line_per_epoch(caplog):
         DPLogisticRegression(epochs=3, verbose=1, random_state=0).fit(X, y)
     lines = [r for r in caplog.records if "epoch" in r.getMessage()]
     assert len(lines) == 3
+    (calibrated,) = [r for r in caplog.records if "calibrated" in r.getMessage()]
+    assert calibrated.getMessage().startswith("noise multiplier ")
 
 
 # --- temperature (calibration_share) ------------------------------------------

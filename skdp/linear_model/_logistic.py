@@ -1,5 +1,7 @@
 """DPLogisticRegression: logistic regression trained by DP-SGD or DP-SGLD."""
 
+import logging
+import time
 import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -35,6 +37,8 @@ from ._base import LinearClassifierPredictMixin
 from ._dask import held_fit_inputs, is_dask_collection
 
 __all__ = ["DPLogisticRegression"]
+
+logger = logging.getLogger("skdp")
 
 
 @dataclass(frozen=True)
@@ -698,7 +702,14 @@ default="poisson"
     def _calibrate(self, plan):
         if plan.budget.epsilon is None:
             return float(self.noise_multiplier)
-        return self._calibration(plan)[0]
+        start = time.perf_counter()
+        noise_multiplier = self._calibration(plan)[0]
+        logger.info(
+            "noise multiplier %.4g, calibrated to the target in %.2f s",
+            noise_multiplier,
+            time.perf_counter() - start,
+        )
+        return noise_multiplier
 
     def _calibration(self, plan):
         """The run's noise multiplier at its target and the spend it plans."""
