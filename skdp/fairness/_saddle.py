@@ -12,10 +12,11 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import PrivateFitMixin, resolve_delta
 from .._solvers._gda import GDASolver
 from .._solvers._mirror import MirrorSolver
-from .._solvers._saddle import SaddleProblem, SaddleRows
+from .._solvers._saddle import Centring, SaddleProblem, SaddleRows
 from ..accounting import account, calibrate_noise_multiplier
 from ..exceptions import PrivacyLeakWarning, UndeclaredBoundWarning
 from ..linear_model._base import LinearClassifierPredictMixin
+from ..linear_model._budget import centre_noise
 from ..synthetic._dask import is_dask_collection
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
@@ -51,6 +52,25 @@ class _FitData:
     problem: SaddleProblem
     classes: np.ndarray
     groups: np.ndarray
+
+
+@dataclass(frozen=True)
+class _FitPlan:
+    """A fit's public plan: the solver's, and the centre's release if any."""
+
+    run: object
+    centring: Centring | None
+
+    @property
+    def n_samples(self):
+        return self.run.n_samples
+
+    def events(self, noise_multiplier):
+        """The solver's events at ``noise_multiplier``, then the centre's."""
+        events = list(self.run.events(noise_multiplier))
+        if self.centring is not None:
+            events.append(self.centring.event)
+        return events
 
 
 class DPSaddlePointClassifier(
@@ -179,6 +199,24 @@ class DPSaddlePointClassifier(
     max_loss : float, default=2.0
         Per-example losses are clipped to ``[0, max_loss]`` before the group
         losses the adversary reads are computed (public bound).
+    centring_share : float in [0, 1) or "auto", default="auto"
+        Share of the budget set aside for a private centre of the rows,
+        released before the game and subtracted from every row during it:
+        the sum of the rows, each put within the ball of ``row_norm``, with
+        Gaussian noise, divided by the number of rows (under add/remove the
+        total of the released group counts, as every rule that reads ``n``)
+        and shrunk towards zero by the known noise (positive-part
+        James-Stein). The centred rows are put on the ball of ``row_norm``
+        again (``"gda"``; ``"mirror"`` clips their entries to
+        ``feature_bound``), so the declared bounds still hold. Rows far from
+        the origin (columns encoded on generous public bounds) then spend the
+        row bound and the clip on what varies between rows rather than on
+        their common offset. The model is returned for the rows as given
+        (the intercept absorbs the centre). The share is one of the budget in
+        Gaussian DP (of ``mu^2``, which Gaussian mechanisms add up); the
+        solver's noise is calibrated so that everything together, composed
+        by the accountant, meets ``epsilon``. Needs ``fit_intercept=True``.
+        Not on Dask collections (see :meth:`fit`). ``"auto"``: AUTO_TEXT
     fit_intercept : bool, default=True
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
         The neighbouring relation ``privacy_spent_`` holds for (see Notes).
@@ -301,6 +339,10 @@ class DPSaddlePointClassifier(
             StrOptions({"auto"}),
         ],
         "max_loss": [Interval(Real, 0, None, closed="neither")],
+        "centring_share": [
+            Interval(Real, 0, 1, closed="left"),
+            StrOptions({"auto"}),
+        ],
         "fit_intercept": ["boolean"],
         "neighbouring": [StrOptions({"replace-one", "add-remove"})],
         "random_state": ["random_state"],
@@ -327,6 +369,7 @@ class DPSaddlePointClassifier(
         feature_bound=None,
         max_grad_norm="auto",
         max_loss=2.0,
+        centring_share="auto",
         fit_intercept=True,
         neighbouring="replace-one",
         random_state=None,
@@ -349,6 +392,7 @@ class DPSaddlePointClassifier(
         self.feature_bound = feature_bound
         self.max_grad_norm = max_grad_norm
         self.max_loss = max_loss
+        self.centring_share = centring_share
         self.fit_intercept = fit_intercept
         self.neighbouring = neighbouring
         self.random_state = random_state
@@ -371,6 +415,19 @@ class DPSaddlePointClassifier(
         """Refuse combinations of parameters that have no valid accounting."""
         self._saddle_solver().check_neighbouring(self.neighbouring)
         check_add_remove_delta(self.neighbouring, self.delta)
+        if self._centring_share() > 0 and not self.fit_intercept:
+            raise ValueError(
+                "centring_share needs fit_intercept=True (the intercept absorbs "
+                "the centre); set centring_share=0."
+            )
+
+    def _centring_share(self):
+        """The centre's share of the budget: ``centring_share`` or the solver's."""
+        if self.centring_share == "auto":
+            if not self.fit_intercept:
+                return 0.0
+            return float(self._saddle_solver().auto_centring_share)
+        return float(self.centring_share)
 
     def _row_norm(self):
         """The row bound the run uses: ``row_norm``, or the unit ball's."""
@@ -429,9 +486,21 @@ class DPSaddlePointClassifier(
         )
 
     def _plan(self, n_samples, n_groups, n_features):
-        """The solver's privacy plan of a fit of this size (public inputs only)."""
+        """The privacy plan of a fit of this size (public inputs only).
+
+        The solver's plan, and the centre's release, its noise set by its
+        share of the budget at the fit's delta (:func:`centre_noise`).
+        """
         problem = self._problem(n_samples, n_groups, n_features)
-        return self._saddle_solver().plan(problem)
+        run = self._saddle_solver().plan(problem)
+        share = self._centring_share()
+        centring = None
+        if share > 0:
+            noise = centre_noise(
+                share, self.epsilon, self._delta(run), self.neighbouring
+            )
+            centring = Centring.of(problem, noise)
+        return _FitPlan(run, centring)
 
     def _delta(self, plan):
         return resolve_delta(self.delta, plan.n_samples)
@@ -549,6 +618,12 @@ class DPSaddlePointClassifier(
         self._check_settings()
         self._warn_default_row_bound()
         held = held_rows_class(self._saddle_solver())
+        if self._centring_share() > 0 and not held.supports_centring:
+            raise ValueError(
+                f"solver={self.solver!r} has no centred run on a Dask collection "
+                "(its batches would need the centred rows held on the workers); "
+                "set centring_share=0, or fit in memory."
+            )
         classes = declared_binary_classes(self.classes)
         groups = self._dask_groups(sensitive_features)
         # The sizes of this problem are placeholders: held_saddle_rows reads only
@@ -619,22 +694,28 @@ class DPSaddlePointClassifier(
         return self._calibrated(plan)[0]
 
     def _schedule(self, plan, noise_multiplier, data):
-        return self._saddle_solver().schedule(data.problem, plan, noise_multiplier)
+        schedule = self._saddle_solver().schedule(
+            data.problem, plan.run, noise_multiplier
+        )
+        return schedule, plan.centring
 
     def _run(self, schedule, noise_multiplier, data, rng):
+        schedule, centring = schedule
         if isinstance(data.rows, HeldSaddleRows):
-            return data.rows.run(
+            return data.rows.run_centred(
                 data.problem,
                 schedule,
                 noise_multiplier,
+                centring,
                 rng=rng,
                 verbose=self.verbose,
             )
-        return self._saddle_solver().run(
+        return self._saddle_solver().run_centred(
             data.rows,
             data.problem,
             schedule,
             noise_multiplier,
+            centring,
             rng=rng,
             verbose=self.verbose,
         )
