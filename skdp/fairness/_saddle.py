@@ -216,7 +216,8 @@ class DPSaddlePointClassifier(
         Gaussian DP (of ``mu^2``, which Gaussian mechanisms add up); the
         solver's noise is calibrated so that everything together, composed
         by the accountant, meets ``epsilon``. Needs ``fit_intercept=True``.
-        Not on Dask collections (see :meth:`fit`). ``"auto"``: AUTO_TEXT
+        With ``"mirror"``, not on Dask collections (see :meth:`fit`).
+        ``"auto"``: AUTO_TEXT
     fit_intercept : bool, default=True
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
         The neighbouring relation ``privacy_spent_`` holds for (see Notes).
@@ -285,18 +286,29 @@ class DPSaddlePointClassifier(
     the second-moment matrix ``sum_i a_i a_i^T`` of the projected rows
     (sensitivity ``sqrt(2) R^2`` with ``R = sqrt(row_norm^2 + 1)`` with an
     intercept, ``row_norm`` without), whose noisy value, ridged by its
-    noise level, preconditions every gradient step. The
-    weighting, the adversary's step, the floor of the noisy counts at 1 and
-    the averaging are post-processing. Without ``sensitive_features`` all rows
-    form one group and the estimator is private full-batch gradient descent on
-    the logistic loss (private ERM). **Small groups**: a row of a group of
-    ``n_k`` rows weighs ``p_k / n_k`` in the model's step, so the noise grows
-    as the adversary moves to a small group, and noisy loss estimates move it
-    there at random; without a cap (``weight_cap=None``) runs with small
-    groups diverged on the benchmarks (docs/benchmarks.md, "Worst-group
-    fairness"). With ``weight_cap`` a group holding
-    less than ``1 / weight_cap`` of the rows gets at most ``weight_cap`` times
-    its share; noisy counts are floored at 1 and empty groups get no weight.
+    noise level, preconditions every gradient step. **The centre**
+    (``centring_share``, by default for ``"gda"``): after the counts, one
+    Gaussian release of the sum of the rows, each put on the ball of
+    ``row_norm`` (sensitivity ``2 row_norm``; a
+    :class:`~skdp.accounting.GaussianSumEvent`), its noise set so that it
+    alone is ``sqrt(share) mu``-GDP with ``mu`` that of the whole target
+    (Dong, Roth, Su 2022, Corollaries 2.13 and 3.3); ``z`` is then
+    calibrated so that the releases above and this one, composed by the
+    accountant, meet ``epsilon``. Dividing it by ``n`` (under add/remove
+    by the total of the released counts), shrinking it, moving the rows by
+    it, projecting them again and mapping the model back are
+    post-processing. The weighting, the adversary's step, the floor of the
+    noisy counts at 1 and the averaging are post-processing. Without
+    ``sensitive_features`` all rows form one group and the estimator is
+    private full-batch gradient descent on the logistic loss (private ERM).
+    **Small groups**: a row of a group of ``n_k`` rows weighs ``p_k / n_k`` in
+    the model's step, so the noise grows as the adversary moves to a small
+    group, and noisy loss estimates move it there at random; without a cap
+    (``weight_cap=None``) runs with small groups diverged on the benchmarks
+    (docs/benchmarks.md, "Worst-group fairness"). With ``weight_cap`` a group
+    holding less than ``1 / weight_cap`` of the rows gets at most
+    ``weight_cap`` times its share; noisy counts are floored at 1 and empty
+    groups get no weight.
     :meth:`group_report` reads its data without protection (it is for
     evaluation).
 
@@ -313,6 +325,10 @@ class DPSaddlePointClassifier(
     the steps are set from the released counts so that no draw exceeds its
     accounted range. Groups with fewer than ``n / n_iter`` rows (noisy count)
     are down-weighted to that size; small groups slow both players down.
+    With ``centring_share > 0`` (never by default) the centre's release,
+    as above, comes first, divided by the public ``n``, and is composed with
+    the draws by the accountant; the run's entries are then clipped to
+    ``feature_bound`` as usual.
     """
 
     _parameter_constraints = {
@@ -605,9 +621,15 @@ class DPSaddlePointClassifier(
         partitions (or arrays), declared ``classes`` and, with
         ``sensitive_features``, declared ``groups``. The partitions are held
         on the workers, which return only sums (the group counts, each
-        step's gradient and group loss sums, the second moment); the model
-        is the in-memory one up to the order of float sums, with the same
-        noise, draws and events (docs/guide/dask.md).
+        step's gradient and group loss sums, the second moment and, for a
+        centred ``"gda"`` run, the centre's sum; the released centre is then
+        sent with every question, and each partition moves its rows by it
+        where they are held); the model is the in-memory one up to the order
+        of float sums, with the same noise, draws and events
+        (docs/guide/dask.md). ``solver="mirror"`` with ``centring_share > 0``
+        is refused on Dask before any partition is read: its batches read
+        rows by index, and the centred rows would have to be held on the
+        workers.
         """
         if is_dask_collection(X):
             return self._fit_private(self._dask_validated(X, y, sensitive_features))

@@ -88,3 +88,5 @@ class GDAPolicy:
                 "GDAPolicy: the count, loss and gradient shares must be positive "
                 "and the precondition share below the gradient share."
             )
+        if not 0 <= self.centring_share < 1:
+            raise ValueError("GDAPolicy: the centring share must be in [0, 1).")
