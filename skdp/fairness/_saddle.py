@@ -201,7 +201,7 @@ class DPSaddlePointClassifier(
         losses the adversary reads are computed (public bound).
     centring_share : float in [0, 1) or "auto", default="auto"
         Share of the budget set aside for a private centre of the rows,
-        released before the game and subtracted from every row during it:
+        released before the first step and subtracted from every row after:
         the sum of the rows, each put within the ball of ``row_norm``, with
         Gaussian noise, divided by the number of rows (under add/remove the
         total of the released group counts, as every rule that reads ``n``)
@@ -217,7 +217,10 @@ class DPSaddlePointClassifier(
         solver's noise is calibrated so that everything together, composed
         by the accountant, meets ``epsilon``. Needs ``fit_intercept=True``.
         With ``"mirror"``, not on Dask collections (see :meth:`fit`).
-        ``"auto"``: AUTO_TEXT
+        ``"auto"``: 0.1 with ``solver="gda"`` (a lower worst-group test
+        log-loss on the benchmarks' mean, most at small epsilon), 0 with
+        ``"mirror"`` (higher on benefits and Adult) and without an intercept
+        (docs/benchmarks.md, "Worst-group fairness").
     fit_intercept : bool, default=True
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
         The neighbouring relation ``privacy_spent_`` holds for (see Notes).
