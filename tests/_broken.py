@@ -4,7 +4,7 @@ Shared by the audit tests and ``benchmarks/bench_audit.py`` (which puts this
 directory on ``sys.path``), so that every place tests the same broken variant.
 """
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 
@@ -105,5 +105,5 @@ class SaddleSensitivityDividedBy4(DPSaddlePointClassifier):
 
     def _plan(self, n_samples, n_groups, n_features):
         plan = super()._plan(n_samples, n_groups, n_features)
-        values = {f.name: getattr(plan, f.name) for f in fields(plan)}
-        return _QuarterGradientSensitivity(**values)
+        values = {f.name: getattr(plan.run, f.name) for f in fields(plan.run)}
+        return replace(plan, run=_QuarterGradientSensitivity(**values))

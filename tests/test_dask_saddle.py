@@ -158,12 +158,13 @@ def test_the_noise_is_the_in_memory_noise():
         _Recording(random_state=0, precondition=True, **params), *_chunked(X, y, g)
     )
     _assert_same_fit(a, b)
-    # counts, the second moment, then a gradient and a loss draw per step
-    assert len(a.recorder_.draws) == 2 + 2 * 40
+    # counts, the centre, the second moment, then a gradient and a loss draw
+    # per step
+    assert len(a.recorder_.draws) == 3 + 2 * 40
     assert len(b.recorder_.draws) == len(a.recorder_.draws)
     for first, second in zip(a.recorder_.draws, b.recorder_.draws, strict=True):
         np.testing.assert_array_equal(first, second)
-    assert a.recorder_.scales[:2] == b.recorder_.scales[:2]
+    assert a.recorder_.scales[:3] == b.recorder_.scales[:3]
     np.testing.assert_allclose(b.recorder_.scales, a.recorder_.scales, rtol=RTOL)
 
 
@@ -279,7 +280,8 @@ def _check_aggregates_only(calls, model, n_partitions):
 
     A summary holds scalars and the group counts, a step task a vector of
     the model's and the groups' length, a moment task a square of the
-    model's: nothing has a row dimension.
+    model's, the centre's task a vector of the features' length: nothing
+    has a row dimension.
     """
     first, *later = calls
     held = [r for name, r in first if name == "prepare_group_partition"]
@@ -301,6 +303,9 @@ def _check_aggregates_only(calls, model, n_partitions):
             elif name == "partition_batch_sums":
                 shape = (n_coef + n_groups,)
                 assert isinstance(result, np.ndarray) and result.shape == shape
+            elif name == "partition_row_sum":
+                shape = (model.coef_.shape[1],)
+                assert isinstance(result, np.ndarray) and result.shape == shape
             else:
                 assert name == "partition_second_moment", name
                 assert isinstance(result, np.ndarray)
@@ -316,6 +321,7 @@ def test_no_task_returns_rows():
     names = _check_aggregates_only(watch.calls, model, len(CHUNKS))
     assert names == {
         "summarise_group_partition",
+        "partition_row_sum",
         "partition_step_sums",
         "partition_second_moment",
     }
@@ -326,7 +332,7 @@ def test_no_task_returns_rows():
     assert names == {"summarise_group_partition", "partition_batch_sums"}
 
 
-def _leaky_step(rows, w, group_weights, clip_norm, max_loss, losses):
+def _leaky_step(rows, w, group_weights, clip_norm, max_loss, losses, centring=None):
     return rows.X @ w[:-1]
 
 

@@ -121,7 +121,8 @@ def test_add_remove_halves_the_noise_at_the_same_epsilon():
     z = fits["add-remove"].noise_multiplier_
     assert z == fits["replace-one"].noise_multiplier_
     stds = {
-        relation: est._plan(600, 2, 2).noise_stds(z) for relation, est in fits.items()
+        relation: est._plan(600, 2, 2).run.noise_stds(z)
+        for relation, est in fits.items()
     }
     new, old = stds["add-remove"], stds["replace-one"]
     assert new.gradient == pytest.approx(old.gradient / 2)

@@ -18,20 +18,38 @@ the upper triangle (diagonal included) of ``a a^T``, whose inner product with
 that of ``a' a'^T`` is ``((a . a')^2 + sum_j a_j^2 a'_j^2) / 2 >= 0``. A sum of
 arbitrary terms has ``Neighbouring.sum_sensitivity`` (``2 B`` under
 replace-one).
+
+A fit may also release a private centre of the rows first
+(:class:`Centring`, with the functions of
+:mod:`skdp._solvers._sgd._centre`): the game is then played on the rows
+moved by the centre and the model returned for the rows as given (the
+intercept absorbs the centre). The base :meth:`SaddleSolver.run_centred`
+releases it before the run, dividing by the public ``n``; a solver whose
+run releases counts may release it later, from their noisy total.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..accounting import Neighbouring
+from ..accounting import GaussianSumEvent, Neighbouring
+from ._rows import centred_rows, clipped_row_sum, loss_row_norm
+from ._sgd._centre import (
+    centre_from_sum,
+    centring_radius,
+    check_centred_intercept,
+    uncentred,
+)
 
 __all__ = [
+    "Centring",
     "SaddleProblem",
     "SaddleResult",
     "SaddleRows",
     "SaddleSolver",
+    "centred_result",
+    "centred_saddle_rows",
     "histogram_sensitivity",
     "noisy_counts",
     "release_group_counts",
@@ -109,6 +127,89 @@ class SaddleRows:
 
 
 @dataclass(frozen=True)
+class Centring:
+    """The public plan of the centre's release, one Gaussian sum.
+
+    The sum of the rows, each put on the ball of ``radius``, with Gaussian
+    noise of std ``noise * radius`` (a :class:`GaussianSumEvent` of
+    multiplier ``noise``: the sum moves by ``2 radius`` under replace-one,
+    ``radius`` under add/remove), divided by a number of rows that is public
+    or released, then shrunk by its known noise
+    (:func:`~skdp._solvers._sgd._centre.centre_from_sum`).
+
+    Attributes
+    ----------
+    noise : float
+        Noise std over ``radius``.
+    radius : float
+        The features' radius of the row bound: the ball the rows are put on
+        for the sum, and again, once centred, for the run.
+    """
+
+    noise: float
+    radius: float
+
+    @classmethod
+    def of(cls, problem, noise):
+        """The centring of ``problem`` at ``noise``; refused without an intercept."""
+        check_centred_intercept(problem.fit_intercept)
+        bound = loss_row_norm(problem.row_norm, problem.fit_intercept)
+        radius = centring_radius(bound, problem.fit_intercept, problem.n_features)
+        return cls(noise=float(noise), radius=float(radius))
+
+    @property
+    def event(self):
+        """The privacy event of the release."""
+        return GaussianSumEvent(self.noise)
+
+    def release(self, row_sum, n_rows, rng):
+        """The released centre, from ``row_sum(radius)`` and ``n_rows``.
+
+        Parameters
+        ----------
+        row_sum : callable
+            ``radius -> ndarray of shape (n_features,)``, the sum of the rows
+            each put on the ball of ``radius``
+            (:func:`~skdp._solvers._rows.clipped_row_sum`).
+        n_rows : int or float
+            Public (``n`` under replace-one) or released (a noisy count).
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+        """
+        return centre_from_sum(
+            row_sum(self.radius), n_rows, self.radius, self.noise, rng
+        )
+
+
+def centred_saddle_rows(rows, centre, radius):
+    """``rows`` (a :class:`SaddleRows`) on the ball of ``radius``, moved by ``-centre``.
+
+    The per-record map of :func:`~skdp._solvers._rows.centred_rows`; the
+    solver projects the result again, so the declared bound still holds.
+    """
+    return SaddleRows(
+        X=centred_rows(rows.X, centre, radius), y=rows.y, group_codes=rows.group_codes
+    )
+
+
+def centred_result(result, centre, centring):
+    """A run on centred rows as a run on the rows as given.
+
+    The model's intercept absorbs the centre
+    (:func:`~skdp._solvers._sgd._centre.uncentred`); the centre's release
+    joins the events.
+    """
+    return replace(
+        result,
+        coef=uncentred(result.coef, centre),
+        events=[*result.events, centring.event],
+    )
+
+
+@dataclass(frozen=True)
 class SaddleResult:
     """What a run returns.
 
@@ -144,6 +245,10 @@ class SaddleSolver:
 
     #: Whether the accountant warns when its best order is at the grid's end.
     warn_at_grid_edge = True
+    #: The budget share ``centring_share="auto"`` gives the centre (0: none):
+    #: off unless a solver's benchmarks show it helps (docs/benchmarks.md,
+    #: "Worst-group fairness").
+    auto_centring_share = 0.0
 
     def check_neighbouring(self, neighbouring):
         """Refuse a neighbouring relation the solver has no accounting for."""
@@ -177,6 +282,51 @@ class SaddleSolver:
         SaddleResult
         """
         raise NotImplementedError
+
+    def run_centred(
+        self, rows, problem, schedule, noise_multiplier, centring, *, rng, verbose=0
+    ):
+        """:meth:`run` on rows moved by a private centre; the model for the rows.
+
+        The centre is released first, divided by the public ``n`` (so
+        replace-one only: a solver that supports add/remove releases it in its
+        run, from a released count), the rows are moved by it
+        (:func:`centred_saddle_rows`), the run plays on them and its model is
+        mapped back (:func:`centred_result`).
+
+        Parameters
+        ----------
+        rows, problem, schedule, noise_multiplier, rng, verbose
+            As for :meth:`run`.
+        centring : Centring or None
+            None: :meth:`run` itself.
+
+        Returns
+        -------
+        SaddleResult
+            Its events include the centre's release.
+        """
+        if centring is None:
+            return self.run(
+                rows, problem, schedule, noise_multiplier, rng=rng, verbose=verbose
+            )
+        if Neighbouring.parse(problem.neighbouring) is not Neighbouring.REPLACE_ONE:
+            raise ValueError(
+                f"{type(self).__name__} centres rows by the public n, which "
+                "add-remove keeps private; set centring_share=0."
+            )
+        centre = centring.release(
+            lambda radius: clipped_row_sum(rows.X, radius), problem.n_samples, rng
+        )
+        result = self.run(
+            centred_saddle_rows(rows, centre, centring.radius),
+            problem,
+            schedule,
+            noise_multiplier,
+            rng=rng,
+            verbose=verbose,
+        )
+        return centred_result(result, centre, centring)
 
 
 def histogram_sensitivity(neighbouring, bound):

@@ -93,6 +93,9 @@ class HeldSaddleRows:
         """``(function, args)``: a partition's ``SaddleRows`` to its held form."""
         raise NotImplementedError
 
+    #: Whether :meth:`run_centred` plays a centred run on these rows.
+    supports_centring = False
+
     def group_counts(self, n_groups):
         """The exact group counts, summed from the summaries."""
         return self.summary.group_counts
@@ -100,3 +103,21 @@ class HeldSaddleRows:
     def run(self, problem, schedule, noise_multiplier, *, rng, verbose=0):
         """The solver's run on these rows (see ``SaddleSolver.run``)."""
         raise NotImplementedError
+
+    def run_centred(
+        self, problem, schedule, noise_multiplier, centring, *, rng, verbose=0
+    ):
+        """The solver's centred run (``SaddleSolver.run_centred``) on these rows.
+
+        ``centring`` None: :meth:`run`. Held rows that cannot play a centred
+        run (``supports_centring`` false) refuse one; the estimator refuses
+        it before reading a partition.
+        """
+        if centring is None:
+            return self.run(
+                problem, schedule, noise_multiplier, rng=rng, verbose=verbose
+            )
+        raise ValueError(
+            f"{type(self).__name__} has no centred run on a Dask collection; "
+            "set centring_share=0."
+        )

@@ -54,8 +54,32 @@ class GDASolver(SaddleSolver):
         """The :class:`GDASchedule` of ``plan`` at ``noise_multiplier``."""
         return make_gda_schedule(problem, plan, noise_multiplier, self.policy)
 
+    @property
+    def auto_centring_share(self):
+        """The centre's share under ``centring_share="auto"``: the policy's."""
+        return self.policy.centring_share
+
     def run(self, rows, problem, schedule, noise_multiplier, *, rng, verbose=0):
         """See :meth:`SaddleSolver.run`."""
         return run_gda(
             rows, problem, schedule, noise_multiplier, rng=rng, verbose=verbose
+        )
+
+    def run_centred(
+        self, rows, problem, schedule, noise_multiplier, centring, *, rng, verbose=0
+    ):
+        """See :meth:`SaddleSolver.run_centred`; the centre follows the counts.
+
+        Released in the run after the group counts and divided by the
+        schedule's ``n`` (under add/remove, their released total), so no
+        rule reads the private ``n``.
+        """
+        return run_gda(
+            rows,
+            problem,
+            schedule,
+            noise_multiplier,
+            rng=rng,
+            verbose=verbose,
+            centring=centring,
         )

@@ -12,7 +12,13 @@ questions with aggregates:
   (``(D, D)``, only with the preconditioner);
 - :func:`partition_step_sums`: its share of a step's weighted gradient sum
   and group loss sums at the model it is sent (one vector of length
-  ``D + K``).
+  ``D + K``);
+- for a centred run, :func:`~skdp._solvers._sgd._dask.partition_row_sum`:
+  its share of the centre's sum (a vector of length ``n_features``); the
+  released centre is then sent with every later question, and the
+  partition answers for its rows moved by it
+  (:meth:`~._releases.ProjectedRows.centred`, recomputed where the rows are
+  held, so no centred copy is kept between questions).
 
 :class:`HeldGameRows` adds the partitions' answers on the client and plays
 the part of :class:`~._releases.ProjectedRows` for
@@ -24,23 +30,41 @@ added, with the same events. The group counts are integers: their sum, and
 so their release, is the in-memory one bit for bit.
 """
 
+import copy
+
 import numpy as np
 
 from .._rows import loss_row_norm
 from .._saddle_dask import HeldSaddleRows
+from .._sgd._dask import partition_row_sum
 from ._releases import project_rows
 from ._run import play_gda
 
 __all__ = ["HeldGameRows", "partition_second_moment", "partition_step_sums"]
 
 
-def partition_second_moment(rows):
-    """The partition's ``sum_i a_i a_i^T``, of shape ``(D, D)``."""
-    return rows.second_moment()
+def _moved(rows, centring):
+    """The partition's rows moved by ``centring = (centre, radius, row_norm)``.
+
+    None: the rows as held.
+    """
+    return rows if centring is None else rows.centred(*centring)
 
 
-def partition_step_sums(rows, w, group_weights, clip_norm, max_loss, losses):
+def partition_second_moment(rows, centring=None):
+    """The partition's ``sum_i a_i a_i^T``, of shape ``(D, D)``.
+
+    ``centring``: of its rows moved by the centre (:func:`_moved`).
+    """
+    return _moved(rows, centring).second_moment()
+
+
+def partition_step_sums(
+    rows, w, group_weights, clip_norm, max_loss, losses, centring=None
+):
     """The partition's share of a step's sums, in one vector.
+
+    ``centring``: of its rows moved by the centre (:func:`_moved`).
 
     Returns
     -------
@@ -48,7 +72,7 @@ def partition_step_sums(rows, w, group_weights, clip_norm, max_loss, losses):
         The weighted gradient sum, then (``losses``) the group loss sums
         (:meth:`~._releases.ProjectedRows.step_sums`).
     """
-    gradient, loss_sums = rows.step_sums(
+    gradient, loss_sums = _moved(rows, centring).step_sums(
         w, group_weights, clip_norm, max_loss, losses=losses
     )
     return gradient if loss_sums is None else np.concatenate([gradient, loss_sums])
@@ -63,7 +87,16 @@ class HeldGameRows(HeldSaddleRows):
         Each partition a :class:`~._releases.ProjectedRows`.
     n_groups : int
     fit_intercept : bool
+
+    Attributes
+    ----------
+    centring : tuple or None
+        ``(centre, radius, row_norm)`` of a centred run's rows
+        (:meth:`centred`), sent with every question; None: the rows as held.
     """
+
+    supports_centring = True
+    centring = None
 
     @staticmethod
     def partition_form(problem):
@@ -76,14 +109,29 @@ class HeldGameRows(HeldSaddleRows):
         """Number of model coefficients (intercept included)."""
         return self.summary.n_features + int(self.fit_intercept)
 
+    def row_sum(self, radius):
+        """The centre's sum (:meth:`~._releases.ProjectedRows.row_sum`), summed."""
+        questions = [(k, (radius,)) for k in self.filled]
+        return self.held.ask_sum(partition_row_sum, questions)
+
+    def centred(self, centre, radius, row_norm):
+        """These rows moved by ``centre`` (:meth:`~._releases.ProjectedRows.centred`).
+
+        A view that sends ``(centre, radius, row_norm)`` with every question;
+        the held partitions are unchanged.
+        """
+        view = copy.copy(self)
+        view.centring = (centre, radius, row_norm)
+        return view
+
     def second_moment(self):
         """``sum_i a_i a_i^T``, summed over the partitions."""
-        questions = [(k, ()) for k in self.filled]
+        questions = [(k, (self.centring,)) for k in self.filled]
         return self.held.ask_sum(partition_second_moment, questions)
 
     def step_sums(self, w, group_weights, clip_norm, max_loss, losses=True):
         """A step's sums, summed over the partitions: one round trip."""
-        args = (w, group_weights, clip_norm, max_loss, losses)
+        args = (w, group_weights, clip_norm, max_loss, losses, self.centring)
         total = self.held.ask_sum(partition_step_sums, [(k, args) for k in self.filled])
         if not losses:
             return total, None
@@ -92,3 +140,16 @@ class HeldGameRows(HeldSaddleRows):
     def run(self, problem, schedule, noise_multiplier, *, rng, verbose=0):
         """:func:`~._run.run_gda` on these rows: :func:`~._run.play_gda`."""
         return play_gda(self, schedule, noise_multiplier, rng=rng, verbose=verbose)
+
+    def run_centred(
+        self, problem, schedule, noise_multiplier, centring, *, rng, verbose=0
+    ):
+        """The centred :func:`~._run.run_gda` on these rows (``centring``: or None)."""
+        return play_gda(
+            self,
+            schedule,
+            noise_multiplier,
+            rng=rng,
+            verbose=verbose,
+            centring=centring,
+        )

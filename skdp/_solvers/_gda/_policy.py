@@ -77,6 +77,9 @@ class GDAPolicy:
     #: Floor of the noisy counts used as denominators (docs/benchmarks.md,
     #: "Worst-group fairness").
     min_count: float = 1.0
+    #: ``centring_share="auto"``: a tenth of the budget's mu^2 for the rows'
+    #: centre, as for private ERM (docs/benchmarks.md, "Worst-group fairness").
+    centring_share: float = 0.1
 
     def __post_init__(self):
         shares = (self.count_share, self.loss_share, self.gradient_share)
@@ -85,3 +88,5 @@ class GDAPolicy:
                 "GDAPolicy: the count, loss and gradient shares must be positive "
                 "and the precondition share below the gradient share."
             )
+        if not 0 <= self.centring_share < 1:
+            raise ValueError("GDAPolicy: the centring share must be in [0, 1).")

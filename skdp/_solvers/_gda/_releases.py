@@ -8,7 +8,10 @@ A run asks the rows three questions, all sums over the rows
 (:class:`ProjectedRows` answers them in memory; a Dask collection's
 partitions answer them where they are held, :mod:`._dask`): the group counts,
 the second-moment matrix, and each step's weighted gradient sum and group
-loss sums (:meth:`ProjectedRows.step_sums`).
+loss sums (:meth:`ProjectedRows.step_sums`). A centred run asks a fourth
+first, the sum of the rows put on a ball (:meth:`ProjectedRows.row_sum`), and
+then plays on the rows moved by the released centre
+(:meth:`ProjectedRows.centred`).
 """
 
 import math
@@ -18,6 +21,8 @@ import numpy as np
 from scipy.special import expit
 
 from .._rows import (
+    centred_rows,
+    clipped_row_sum,
     feature_norm,
     rounded_up_float32,
     row_norms,
@@ -25,6 +30,7 @@ from .._rows import (
     row_scores,
     tame_rows,
 )
+from .._saddle import SaddleRows
 
 __all__ = [
     "Preconditioner",
@@ -71,6 +77,27 @@ class ProjectedRows:
     def group_counts(self, n_groups):
         """The exact number of rows of each group."""
         return np.bincount(self.codes, minlength=n_groups)
+
+    def row_sum(self, radius):
+        """The sum of the rows, each put on the ball of ``radius``.
+
+        The centre's sum (:func:`~skdp._solvers._rows.clipped_row_sum`).
+        """
+        return clipped_row_sum(self.X, radius)
+
+    def centred(self, centre, radius, row_norm):
+        """The rows moved by ``centre``, as the loss sees them.
+
+        Each row is put on the ball of ``radius``, moved by ``-centre``
+        (:func:`~skdp._solvers._rows.centred_rows`) and projected again
+        (:func:`project_rows` on the ball of ``row_norm``, intercept column
+        included), so the declared bound still holds: the rows of a plain
+        run on ``centred_rows(X, centre, radius)``.
+        """
+        rows = SaddleRows(
+            X=centred_rows(self.X, centre, radius), y=self.y, group_codes=self.codes
+        )
+        return project_rows(rows, row_norm, self.fit_intercept)
 
     def second_moment(self):
         """``sum_i a_i a_i^T`` of the projected rows (:func:`second_moment`)."""

@@ -1,7 +1,9 @@
 """The run of noisy gradient descent-ascent: first releases, then the steps.
 
-Before the first step the run releases the group counts (and, with the
-preconditioner, the second-moment matrix); every step then releases the
+Before the first step the run releases the group counts, then, if planned,
+the rows' centre (divided by ``n``, or under add/remove by the released
+total count, as every rule that reads ``n``) and, with the preconditioner,
+the second-moment matrix of the rows it plays on; every step then releases the
 weighted gradient sum, on which the model player steps, and the group loss
 sums, on which the adversary steps. The model returned averages the last
 iterates (:attr:`GDASchedule.tail_fraction`).
@@ -19,7 +21,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ...accounting import Neighbouring
-from .._saddle import SaddleResult, noisy_counts
+from .._saddle import SaddleResult, centred_result, noisy_counts
 from ._releases import Preconditioner, project_rows, release_preconditioner
 from ._schedule import GDASchedule
 
@@ -46,6 +48,8 @@ class _Game:
     loss_std : float or None
         Noise std of the loss sums (None with one group).
     preconditioner : Preconditioner or None
+    centre : ndarray of shape (n_features,) or None
+        The released centre the rows are moved by (None: not centred).
     """
 
     schedule: GDASchedule
@@ -53,6 +57,7 @@ class _Game:
     caps: np.ndarray | None
     loss_std: float | None
     preconditioner: Preconditioner | None
+    centre: np.ndarray | None = None
 
 
 @dataclass
@@ -77,28 +82,36 @@ class _Iterates:
     w_sum: np.ndarray
 
 
-def run_gda(rows, problem, schedule, noise_multiplier, *, rng, verbose=0):
+def run_gda(
+    rows, problem, schedule, noise_multiplier, *, rng, verbose=0, centring=None
+):
     """Noisy gradient descent-ascent on the worst-group logistic loss.
 
     Parameters and result as :meth:`skdp._solvers._saddle.SaddleSolver.run`;
     ``schedule`` is a :class:`GDASchedule`. The model is the average of the
     last :attr:`GDASchedule.tail_fraction` of the iterates, the group weights
-    the adversary's last ``p``.
+    the adversary's last ``p``. ``centring`` (a
+    :class:`~skdp._solvers._saddle.Centring`, or None): the run releases the
+    rows' centre after the counts and plays on the centred rows; the model is
+    for the rows as given.
     """
     data = project_rows(rows, schedule.plan.row_norm, problem.fit_intercept)
-    return play_gda(data, schedule, noise_multiplier, rng=rng, verbose=verbose)
+    return play_gda(
+        data, schedule, noise_multiplier, rng=rng, verbose=verbose, centring=centring
+    )
 
 
-def play_gda(sums, schedule, noise_multiplier, *, rng, verbose=0):
+def play_gda(sums, schedule, noise_multiplier, *, rng, verbose=0, centring=None):
     """The run of :func:`run_gda` on rows that answer its sums.
 
     Parameters
     ----------
     sums : ProjectedRows or an object with the same questions
         ``n_coef``, ``group_counts``, ``second_moment`` and ``step_sums``
-        (:class:`~._releases.ProjectedRows`); the partitions of a Dask
-        collection answer them where they are held (:mod:`._dask`).
-    schedule, noise_multiplier, rng, verbose
+        (:class:`~._releases.ProjectedRows`), and for a centred run
+        ``row_sum`` and ``centred``; the partitions of a Dask collection
+        answer them where they are held (:mod:`._dask`).
+    schedule, noise_multiplier, rng, verbose, centring
         As for :func:`run_gda`.
 
     Returns
@@ -106,7 +119,7 @@ def play_gda(sums, schedule, noise_multiplier, *, rng, verbose=0):
     SaddleResult
     """
     plan = schedule.plan
-    game = _first_releases(sums, schedule, noise_multiplier, rng)
+    game, sums = _first_releases(sums, schedule, noise_multiplier, rng, centring)
     iterates = _start(sums, game)
     first_averaged = game.schedule.first_averaged_step
     for step in range(plan.n_iter):
@@ -119,19 +132,25 @@ def play_gda(sums, schedule, noise_multiplier, *, rng, verbose=0):
                 step + 1,
                 plan.n_iter,
             )
-    return SaddleResult(
+    result = SaddleResult(
         coef=iterates.w_sum / (plan.n_iter - first_averaged),
         group_weights=iterates.p,
         events=plan.events(noise_multiplier),
         n_iter=plan.n_iter,
     )
+    if game.centre is None:
+        return result
+    return centred_result(result, game.centre, centring)
 
 
-def _first_releases(sums, schedule, noise_multiplier, rng):
-    """Release the group counts and, if planned, the second-moment matrix.
+def _first_releases(sums, schedule, noise_multiplier, rng, centring=None):
+    """Release the group counts and, if planned, the centre and the second moment.
 
     The counts are released when there are groups or ``n`` is private (else
-    they are ``n``); under add/remove the schedule then reads their total.
+    they are ``n``); under add/remove the schedule then reads their total,
+    and so does the centre (its noisy sum is divided by the schedule's
+    ``n``). Returns the :class:`_Game` and the rows the steps read (moved by
+    the centre, if any).
     """
     plan = schedule.plan
     stds = plan.noise_stds(noise_multiplier)
@@ -143,6 +162,10 @@ def _first_releases(sums, schedule, noise_multiplier, rng):
     if plan.neighbouring is Neighbouring.ADD_REMOVE:
         schedule = schedule.at_released_size(denominators.sum())
     caps = schedule.group_caps(denominators)
+    centre = None
+    if centring is not None:
+        centre = centring.release(sums.row_sum, schedule.n_samples, rng)
+        sums = sums.centred(centre, centring.radius, plan.row_norm)
     preconditioner = None
     if plan.second_moment_share:
         preconditioner = release_preconditioner(
@@ -152,7 +175,8 @@ def _first_releases(sums, schedule, noise_multiplier, rng):
             schedule.policy.precondition_ridge,
             rng,
         )
-    return _Game(schedule, denominators, caps, stds.loss, preconditioner)
+    game = _Game(schedule, denominators, caps, stds.loss, preconditioner, centre)
+    return game, sums
 
 
 def _start(sums, game):
