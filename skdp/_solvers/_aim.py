@@ -104,6 +104,7 @@ from ._measure import (
     covering_sets,
     exponential_draw,
     measure_hierarchy,
+    nonnegative_estimate,
 )
 from ._pgm import (
     JunctionTree,
@@ -218,6 +219,15 @@ class AIMPolicy:
     #: proportional to this to the power ``i`` (docs/benchmarks.md,
     #: "Synthetic data on the panel").
     tree_share_ratio: float = 1.0
+    #: The consistent estimate is made non-negative top down (each cell's
+    #: children projected onto non-negative counts of its sum), so empty tails
+    #: get no mass (docs/benchmarks.md, "Synthetic data on the panel").
+    tree_nonnegative: bool = True
+    #: Bandwidth, in bins, of the kernel smoothing a hierarchical column's
+    #: estimate before it is expanded: less than ``smooth_bins``, the
+    #: consistent estimate being less noisy than one measurement of every bin
+    #: (docs/benchmarks.md, "Synthetic data on the panel").
+    tree_smooth_bins: float = 0.75
 
 
 @dataclass(frozen=True)
@@ -784,7 +794,9 @@ def fit_aim(
     # hierarchical one on its levels, made consistent).
     std = sensitivity.l2 * budget.one_way_z(n_columns)
     grouped = plan.compressions(sizes)
-    one_way = _measure_one_way(counts, std, rng, grouped, plan.hierarchies)
+    one_way = _measure_one_way(
+        counts, std, rng, grouped, plan.hierarchies, policy.tree_nonnegative
+    )
     first_events = budget.spend_one_way(plan.level_shares(n_columns))
     n_rows = counts.n_rows
     if neighbouring == "add-remove":
@@ -824,7 +836,7 @@ def fit_aim(
     )
 
 
-def _measure_one_way(counts, std, rng, grouped, hierarchies=()):
+def _measure_one_way(counts, std, rng, grouped, hierarchies=(), nonnegative=False):
     """Every 1-way count vector plus Gaussian noise of std ``std``.
 
     A column with a :class:`~._compression.Compression` in ``grouped`` is
@@ -835,13 +847,19 @@ def _measure_one_way(counts, std, rng, grouped, hierarchies=()):
     of its levels (std ``std / sqrt(share)``, a record in one cell of each)
     and its measurement is the consistent estimate of its levels' counts
     (:func:`._measure.consistent_estimate`, summing to the number of rows,
-    public under replace-one), with the estimate's noise covariance.
+    public under replace-one), with the estimate's noise covariance; with
+    ``nonnegative``, that estimate made non-negative
+    (:func:`._measure.nonnegative_estimate`).
     """
     out = []
     for j in range(counts.n_columns):
         table = counts.table((j,))
         if hierarchies and hierarchies[j] is not None:
-            out.append(_measure_hierarchy(j, table, hierarchies[j], std, rng, counts))
+            out.append(
+                _measure_hierarchy(
+                    j, table, hierarchies[j], std, rng, counts, nonnegative
+                )
+            )
             continue
         if grouped[j] is not None:
             table = np.bincount(
@@ -853,13 +871,15 @@ def _measure_one_way(counts, std, rng, grouped, hierarchies=()):
     return out
 
 
-def _measure_hierarchy(column, table, hierarchy, std, rng, counts):
+def _measure_hierarchy(column, table, hierarchy, std, rng, counts, nonnegative):
     """The consistent 1-way :class:`Measurement` of a hierarchical column."""
     stds = [std / math.sqrt(w) for w in hierarchy.shares]
     noisy = measure_hierarchy(table, hierarchy, stds, rng)
     estimate, covariance = consistent_estimate(
         hierarchy, noisy, stds, float(counts.n_rows)
     )
+    if nonnegative:
+        estimate = nonnegative_estimate(hierarchy, estimate, counts.n_rows)
     spread = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     return Measurement((column,), estimate, spread, covariance=covariance)
 
@@ -869,9 +889,11 @@ def _compressions(
 ):
     """Each column's :class:`~._compression.Compression` from its 1-way measurement.
 
-    A column measured on groups keeps them (``grouped``). The rules read only
-    public values: the noise (fixed by the budget) and the number of rows or,
-    under add-remove, its released estimate.
+    A column measured on groups keeps them (``grouped``); a column whose
+    measurement is a hierarchy's consistent estimate (it carries a noise
+    covariance) is smoothed over ``policy.tree_smooth_bins`` bins. The rules
+    read only public values: the noise (fixed by the budget) and the number
+    of rows or, under add-remove, its released estimate.
     """
     if compress == "auto":
         compress = std <= policy.compress_max_std * n_rows
@@ -885,7 +907,14 @@ def _compressions(
         g
         if g is not None
         else compress_column(
-            m.y, std, below, k, runs if k else None, bandwidth=policy.smooth_bins
+            m.y,
+            std,
+            below,
+            k,
+            runs if k else None,
+            bandwidth=policy.smooth_bins
+            if m.covariance is None
+            else policy.tree_smooth_bins,
         )
         for m, k, g in zip(one_way, ordered, grouped, strict=True)
     ]

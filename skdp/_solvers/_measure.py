@@ -47,6 +47,7 @@ __all__ = [
     "exponential_draw",
     "integer_counts",
     "measure_hierarchy",
+    "nonnegative_estimate",
 ]
 
 
@@ -450,3 +451,39 @@ def consistent_estimate(hierarchy, noisy, stds, total=None):
         basis[k][np.arange(size), starts[k] + np.arange(size)] = s
     effect = _two_pass(hierarchy, basis, variances, None if total is None else 0.0)
     return estimate, effect @ effect.T
+
+
+def _simplex(values, total):
+    """Euclidean projection of ``values`` onto ``{x >= 0, sum(x) = total}``.
+
+    One threshold subtracted from every cell, then clipped at 0 (Duchi,
+    Shalev-Shwartz, Singer and Chandra 2008, Figure 1).
+    """
+    if total <= 0:
+        return np.zeros(values.size)
+    ordered = np.sort(values)[::-1]
+    cumulative = np.cumsum(ordered) - total
+    k = np.nonzero(ordered - cumulative / np.arange(1, values.size + 1) > 0)[0][-1]
+    return np.clip(values - cumulative[k] / (k + 1.0), 0.0, None)
+
+
+def nonnegative_estimate(hierarchy, estimate, total):
+    """The consistent estimate made non-negative, level by level, top down.
+
+    Post-processing: the coarsest level's cells (sums of ``estimate``) are
+    projected onto the counts summing to ``total``, then each cell's children
+    onto the non-negative counts summing to its projected value (the
+    Euclidean projection of each, :func:`_simplex`). Every level stays
+    consistent; cells estimated below a threshold get no mass, so the noise
+    of empty tails does not become mass once clipped.
+    """
+    values = _simplex(hierarchy.tables(estimate)[0], float(total))
+    for level in range(len(hierarchy.levels) - 1):
+        finer = hierarchy.tables(estimate)[level + 1]
+        parents = hierarchy.parents(level)
+        out = np.empty_like(finer)
+        for cell in range(values.size):
+            children = np.flatnonzero(parents == cell)
+            out[children] = _simplex(finer[children], values[cell])
+        values = out
+    return values
