@@ -15,8 +15,10 @@ from skdp._solvers._measure import (
     consistent_estimate,
     count_sensitivity,
     measure_hierarchy,
+    nonnegative_estimate,
 )
 from skdp._solvers._pgm import Measurement
+from skdp._solvers._tree import project_to_simplex
 from skdp.accounting import (
     ExponentialMechanismEvent,
     GaussianEvent,
@@ -141,6 +143,32 @@ def test_the_consistent_estimate_is_the_least_squares_solve(total):
         assert estimate.sum() == pytest.approx(total)
     np.testing.assert_allclose(estimate, direct, atol=1e-9)
     np.testing.assert_allclose(covariance, direct_cov, atol=1e-12)
+
+
+def test_the_non_negative_estimate_stays_consistent_and_keeps_the_total():
+    """Top-down projections: no negative cell, the total kept, and each cell the
+    sum of its children; a coarse cell estimated empty passes no mass down."""
+    positions = (np.arange(16) + 0.5) / 16
+    h = bin_hierarchy(positions, 16, 4, 2, 1.0)
+    counts = np.zeros(16)
+    counts[3:7] = [5.0, 20.0, 9.0, 1.0]
+    stds = [2.0, 2.0, 2.0]
+    noisy = measure_hierarchy(counts, h, stds, np.random.default_rng(7))
+    estimate, _ = consistent_estimate(h, noisy, stds, counts.sum())
+    assert estimate.min() < 0  # the noise of empty cells
+    out = nonnegative_estimate(h, estimate, counts.sum())
+    assert out.min() >= 0 and out.sum() == pytest.approx(counts.sum())
+    tables = h.tables(out)
+    # The coarsest level: the Euclidean projection of its consistent sums.
+    np.testing.assert_allclose(
+        tables[0], project_to_simplex(h.tables(estimate)[0], counts.sum())
+    )
+    for level in range(len(h.levels) - 1):
+        np.testing.assert_allclose(
+            np.bincount(h.parents(level), weights=tables[level + 1]), tables[level]
+        )
+        empty = np.flatnonzero(tables[level] == 0)
+        assert np.all(tables[level + 1][np.isin(h.parents(level), empty)] == 0)
 
 
 def test_a_run_of_bins_carries_the_variance_of_its_sum():

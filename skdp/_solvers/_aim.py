@@ -208,10 +208,11 @@ class AIMPolicy:
     #: Under the same rule, a numeric column measured on its public bins is
     #: measured on nested equal-width grids of its range, from this many bins
     #: up (times ``tree_branching`` each level) to its public bins, and the
-    #: levels made consistent by least squares, so its 1-way estimate is good
-    #: on coarse and fine grids at once (None: its public bins only)
+    #: levels made consistent by least squares: its 1-way estimate is good on
+    #: coarse and fine grids at once, where one measurement of every bin sums
+    #: the noise of several into each coarse bin (None: its public bins only)
     #: (docs/benchmarks.md, "Synthetic data on the panel").
-    tree_coarsest: int | None = None
+    tree_coarsest: int | None = 8
     #: Each level of that hierarchy has this many times the bins of the one
     #: above it (docs/benchmarks.md, "Synthetic data on the panel").
     tree_branching: int = 2
