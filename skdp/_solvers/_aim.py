@@ -48,11 +48,18 @@ measurements taking the whole budget) decides the 1-way marginals' share of
 the budget: all of it below ``AIMPolicy.min_signal`` (no round runs),
 ``AIMPolicy.one_way_share`` above. With ``AIMPolicy.measured_per_sqrt``
 set (off by default), numeric columns are measured on fewer equal-width
-bins of their range (their levels in the model). Privacy: the
-1-way measurements are one Gaussian event of ``d`` count tables (a record in
-one cell of each, grouped or not) costing exactly their share; the rounds
-run in the filter on what is left, so the run's zCDP is still at most
-``rho``.
+bins of their range (their levels in the model). With
+``AIMPolicy.tree_coarsest`` set (the default), a numeric column measured on
+its own levels is measured on a hierarchy of nested equal-width grids
+(:func:`._measure.bin_hierarchy`), each level its own Gaussian measurement
+with a share of the column's budget, and its 1-way measurement is the
+levels' least-squares consistent estimate made non-negative
+(:func:`._measure.consistent_estimate`, after Hay, Rastogi, Miklau and
+Suciu 2010; :func:`._measure.nonnegative_estimate`). Privacy: the 1-way
+measurements are Gaussian events of count tables (a record in one cell of
+each, grouped, hierarchical or not) whose zCDP sums to exactly their
+share; the rounds run in the filter on what is left, so the run's zCDP is
+still at most ``rho``.
 
 Domain compression (:mod:`._compression`): after the 1-way measurements, a
 column's rare levels may be merged, or a numeric column's bins cut into runs
