@@ -29,7 +29,7 @@ from skdp.synthetic import DPSyntheticData
 
 REPLACE_ONE = count_sensitivity("replace-one")
 #: Few mirror-descent iterations: these tests check the measurements, not the fit.
-TREE = AIMPolicy(round_iter=10, final_iter=20, tree_coarsest=2)
+TREE = AIMPolicy(round_iter=10, final_iter=20, tree_coarsest=2, tree_max_signal=None)
 
 
 def _design(hierarchy):
@@ -64,6 +64,20 @@ def test_levels_nest_and_end_on_the_columns_levels():
         assert np.sum(coarse == coarse[12]) == 1
     assert sum(h.shares) == pytest.approx(1.0)
     assert bin_hierarchy(positions, 12, 16, 2, 1.0) is None
+
+
+def test_the_hierarchy_is_planned_below_the_signal_threshold_only():
+    """A public rule: below ``tree_max_signal`` the numeric columns get a
+    hierarchy, above it they are measured once on every bin."""
+    sizes = (33, 2)
+    positions = [(np.arange(32) + 0.5) / 32, None]
+    policy = AIMPolicy()
+    low = plan_one_way(2000, 0.05, sizes, positions, REPLACE_ONE.l2, policy)
+    high = plan_one_way(2000, 50.0, sizes, positions, REPLACE_ONE.l2, policy)
+    assert low.signal < policy.tree_max_signal <= high.signal
+    assert low.hierarchies[0] is not None and low.hierarchies[1] is None
+    assert [int(m.max()) + 1 for m in low.hierarchies[0].levels] == [9, 17, 33]
+    assert high.hierarchies == ()
 
 
 def test_a_record_moves_each_level_by_one_cell_and_costs_the_columns_budget():

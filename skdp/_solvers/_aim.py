@@ -220,6 +220,10 @@ class AIMPolicy:
     #: the noise of several into each coarse bin (None: its public bins only)
     #: (docs/benchmarks.md, "Synthetic data on the panel").
     tree_coarsest: int | None = 8
+    #: ... only where the signal is below this (None: at any signal): above
+    #: it the rounds read the finest grid, whose noise the hierarchy raises
+    #: (docs/benchmarks.md, "Synthetic data on the panel").
+    tree_max_signal: float | None = 10.0
     #: Each level of that hierarchy has this many times the bins of the one
     #: above it (docs/benchmarks.md, "Synthetic data on the panel").
     tree_branching: int = 2
@@ -412,7 +416,8 @@ def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
     then measured on the bins :func:`_measured_bins` gives at the 1-way
     noise. A numeric column measured on its own levels is measured on the
     nested grids of :func:`._measure.bin_hierarchy` when
-    ``policy.tree_coarsest`` is set. ``policy.min_signal`` ``None``: no rule
+    ``policy.tree_coarsest`` is set and the signal is below
+    ``policy.tree_max_signal``. ``policy.min_signal`` ``None``: no rule
     (the first rounds' noise, every level measured).
 
     Parameters
@@ -451,7 +456,9 @@ def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
         for pos in positions
     )
     hierarchies = ()
-    if policy.tree_coarsest is not None:
+    if policy.tree_coarsest is not None and (
+        policy.tree_max_signal is None or signal < policy.tree_max_signal
+    ):
         hierarchies = tuple(
             None
             if pos is None or (groups and groups[j] is not None)
