@@ -6,13 +6,14 @@ label (split seed 0); the label is one more categorical column. Each
 synthesizer is fitted on the 75% part with the panel's public declaration
 (``Numeric`` / ``Categorical``, ``nullable`` where declared) and samples as
 many rows. All methods are scored on the same codes: numeric columns in 8
-equal-width bins of their declared range, missing values a level of their
-own. Reported per table: average total-variation distance over all 2-way
-marginals and over 100 fixed random 3-way marginals, the worst 1-way TV of
-any column, train-on-synthetic-test-on-real accuracy (logistic regression on
-one-hot bins, tested on the 25% part), CPU seconds of fit plus sampling
-(``time.process_time``, fresh process) and peak resident memory
-(``ru_maxrss``).
+equal-width bins of their declared range (``--scoring-bins 8 32``: on each
+of several grids, the independent baseline measuring each grid's own bins),
+missing values a level of their own. Reported per table: average
+total-variation distance over all 2-way marginals and over 100 fixed random
+3-way marginals, the worst 1-way TV of any column, train-on-synthetic-test-on-real
+accuracy (logistic regression on one-hot bins, tested on the 25% part), CPU
+seconds of fit plus sampling (``time.process_time``, fresh process) and peak
+resident memory (``ru_maxrss``).
 
 Methods: ``skdp`` (defaults: replace-one), ``skdp-ar`` (add/remove, delta
 1e-5: AIM's relation), ``skdp-32`` (the former default binning, 32
@@ -52,13 +53,14 @@ LABEL = "label"
 METHODS = ("skdp", "skdp-ar", "skdp-32", "skdp-8", "independent")
 
 
-def panel_tables(name):
+def panel_tables(name, score_bins=SCORE_BINS):
     """``(train, test, fit_domain, score_domain)`` of one panel table.
 
     ``fit_domain`` is the public declaration (``Numeric`` / ``Categorical``
     with ``nullable``), the label a categorical column of the declared
-    classes; ``score_domain`` is the same with 8 equal-width bins per numeric
-    column (shorthands, missing values a level of every column).
+    classes; ``score_domain`` is the same with ``score_bins`` (default 8)
+    equal-width bins per numeric column (shorthands, missing values a level
+    of every column).
     """
     from panel import load_panel
 
@@ -73,7 +75,7 @@ def panel_tables(name):
         nullable = column in table.nullable
         if isinstance(spec, tuple):
             fit_domain[column] = Numeric(spec[0], spec[1], nullable=nullable)
-            score_domain[column] = (spec[0], spec[1], SCORE_BINS)
+            score_domain[column] = (spec[0], spec[1], score_bins)
         else:
             fit_domain[column] = Categorical(list(spec), nullable=nullable)
             score_domain[column] = list(spec)
@@ -82,24 +84,24 @@ def panel_tables(name):
     return train, test, fit_domain, score_domain
 
 
-def score_codes(train, score_domain):
-    """The 8-bin scoring codes of ``train``: ``(codes, specs, info)``."""
+def score_codes(train, score_domain, score_bins=SCORE_BINS):
+    """The scoring codes of ``train``: ``(codes, specs, info)``."""
     from skdp.synthetic._domain import as_table, build_specs, encode_table
 
     columns, info = as_table(train)
-    specs = build_specs(columns, score_domain, SCORE_BINS, missing="category")
+    specs = build_specs(columns, score_domain, score_bins, missing="category")
     return encode_table(columns, specs), specs, info
 
 
-def independent_marginals(train, score_domain, epsilon, seed):
-    """Noisy independent 1-way marginals on the 8-bin scoring codes."""
+def independent_marginals(train, score_domain, epsilon, seed, score_bins=SCORE_BINS):
+    """Noisy independent 1-way marginals on the scoring codes (their own bins)."""
     from bench_synthetic import noisy_independent_marginals
 
-    codes, specs, info = score_codes(train, score_domain)
+    codes, specs, info = score_codes(train, score_domain, score_bins)
     return noisy_independent_marginals(codes, specs, info, epsilon, seed, DELTA)
 
 
-def scores(train, test, synth, score_domain):
+def scores(train, test, synth, score_domain, score_bins=SCORE_BINS):
     """2-way, 3-way and worst 1-way TV on the scoring codes, and TSTR."""
     from skdp.synthetic import marginal_error, marginal_errors, tstr_accuracy
 
@@ -109,23 +111,34 @@ def scores(train, test, synth, score_domain):
         "tv1": [float(v) for v in one_way],
         "tv2": marginal_error(train, synth, score_domain, ways=2),
         "tv3": marginal_error(train, synth, score_domain, ways=3),
-        "tstr": tstr_accuracy(synth, test, LABEL, score_domain, bins=SCORE_BINS),
+        "tstr": tstr_accuracy(synth, test, LABEL, score_domain, bins=score_bins),
     }
 
 
-def run_one(table, method, seed, epsilon=EPSILON, policy=None):
+def run_one(table, method, seed, epsilon=EPSILON, policy=None, scoring_bins=None):
     """Fit and sample one method on one table in this process.
 
     ``policy``: overrides of the tuning policy (field -> value).
+    ``scoring_bins``: the scoring grids (numbers of equal-width bins of each
+    numeric column, default ``[8]``); the scores of each are under
+    ``"grids"`` (keyed by the number as text), the first grid's also at the
+    top level. A synthesizer is fitted once and scored on every grid; the
+    independent baseline is run once per grid on that grid's own bins (the
+    CPU and memory reported are those of all its runs).
     """
     from bench_synthetic import fit_and_sample, process_cost
 
     from skdp.synthetic import DPSyntheticData
 
-    train, test, fit_domain, score_domain = panel_tables(table)
+    grids = list(scoring_bins or [SCORE_BINS])
+    tables = {b: panel_tables(table, b) for b in grids}
+    train, test, fit_domain, _ = tables[grids[0]]
     start = time.process_time()
+    by_grid = {}
     if method == "independent":
-        synth, spent = independent_marginals(train, score_domain, epsilon, seed)
+        for b in grids:
+            synth, spent = independent_marginals(train, tables[b][3], epsilon, seed, b)
+            by_grid[b] = scores(train, test, synth, tables[b][3], b)
     else:
         options = {"neighbouring": "add-remove"} if method == "skdp-ar" else {}
         if method == "skdp-32":
@@ -141,6 +154,9 @@ def run_one(table, method, seed, epsilon=EPSILON, policy=None):
         )
         synth, spent = fit_and_sample(model, train, policy)
     cpu, peak_mb = process_cost(start)
+    for b in grids:
+        if b not in by_grid:
+            by_grid[b] = scores(train, test, synth, tables[b][3], b)
     return {
         "table": table,
         "method": method,
@@ -149,7 +165,8 @@ def run_one(table, method, seed, epsilon=EPSILON, policy=None):
         "spent": spent,
         "cpu": cpu,
         "peak_mb": peak_mb,
-        **scores(train, test, synth, score_domain),
+        **by_grid[grids[0]],
+        "grids": {str(b): by_grid[b] for b in grids},
     }
 
 
@@ -160,9 +177,15 @@ def mixed_tables():
     return [t.name for t in load_panel(TABLES) if t.mixed]
 
 
-def _in_subprocess(table, method, seed, policy=None):
+def _in_subprocess(table, method, seed, policy=None, scoring_bins=None):
     spec = json.dumps(
-        {"table": table, "method": method, "seed": seed, "policy": policy}
+        {
+            "table": table,
+            "method": method,
+            "seed": seed,
+            "policy": policy,
+            "scoring_bins": scoring_bins,
+        }
     )
     done = subprocess.run(
         [sys.executable, __file__, "--child", spec],
@@ -229,6 +252,16 @@ def column_shortfalls(results):
     return "\n".join(lines) or "no column's 1-way TV is worse than independent's"
 
 
+def at_grid(results, bins):
+    """``results`` with the scores of the ``bins`` grid at the top level."""
+    out = []
+    for r in results:
+        grid = r.get("grids", {}).get(str(bins))
+        if grid is not None:
+            out.append({**r, **grid})
+    return out
+
+
 def main(argv=None):
     """Run the panel benchmark and print the per-table comparison."""
     from bench_synthetic import parse_policy
@@ -246,12 +279,26 @@ def main(argv=None):
         help="a variant of the AIM tuning policy (AIMPolicy fields, Python "
         "literals), e.g. rounds_per_column=8",
     )
+    parser.add_argument(
+        "--scoring-bins",
+        nargs="+",
+        type=int,
+        default=[SCORE_BINS],
+        metavar="BINS",
+        help="scoring grids: equal-width bins per numeric column (default 8); "
+        "with several, every run is scored on each and the baseline measures "
+        "each grid's own bins",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         spec = json.loads(args.child)
         result = run_one(
-            spec["table"], spec["method"], spec["seed"], policy=spec["policy"]
+            spec["table"],
+            spec["method"],
+            spec["seed"],
+            policy=spec["policy"],
+            scoring_bins=spec.get("scoring_bins"),
         )
         print(json.dumps(result))
         return 0
@@ -261,7 +308,7 @@ def main(argv=None):
     for table in tables:
         for method in args.methods:
             for seed in args.seeds:
-                result = _in_subprocess(table, method, seed, policy)
+                result = _in_subprocess(table, method, seed, policy, args.scoring_bins)
                 print(json.dumps(result), file=sys.stderr, flush=True)
                 if args.results:
                     with open(args.results, "a") as handle:
@@ -274,9 +321,14 @@ def main(argv=None):
                 for r in map(json.loads, filter(str.strip, handle))
                 if r["table"] in tables
             ]
-    print(f"Panel, 75/25 split, delta {DELTA:g}, seeds {args.seeds}:")
-    print(report(results))
-    print(column_shortfalls(results))
+    for bins in args.scoring_bins:
+        at = at_grid(results, bins) if len(args.scoring_bins) > 1 else results
+        print(
+            f"Panel, 75/25 split, delta {DELTA:g}, seeds {args.seeds}, "
+            f"scored on {bins} bins:"
+        )
+        print(report(at))
+        print(column_shortfalls(at))
     return 0
 
 

@@ -81,9 +81,12 @@ def test_the_rule_falls_back_to_one_way_when_n_epsilon_is_small(n, epsilon, roun
         assert any(len(s) == 2 for s in model.selected_)
     else:
         assert model.selected_ == []
-        # One event: every 1-way marginal, with the whole budget.
-        (event,) = model.events_
-        assert event.count == frame.shape[1]
+        # Only 1-way measurements (a numeric column's on each level of its
+        # hierarchy), with the whole budget.
+        assert all(isinstance(e, GaussianEvent) for e in model.events_)
+        assert sum(e.count for e in model.events_) > frame.shape[1]
+        rho = 1.0 / (2.0 * model.noise_multiplier_**2)
+        assert _zcdp(model.events_) == pytest.approx(rho, rel=1e-9)
     assert model.sample(50).shape == (50, frame.shape[1])
 
 

@@ -48,11 +48,18 @@ measurements taking the whole budget) decides the 1-way marginals' share of
 the budget: all of it below ``AIMPolicy.min_signal`` (no round runs),
 ``AIMPolicy.one_way_share`` above. With ``AIMPolicy.measured_per_sqrt``
 set (off by default), numeric columns are measured on fewer equal-width
-bins of their range (their levels in the model). Privacy: the
-1-way measurements are one Gaussian event of ``d`` count tables (a record in
-one cell of each, grouped or not) costing exactly their share; the rounds
-run in the filter on what is left, so the run's zCDP is still at most
-``rho``.
+bins of their range (their levels in the model). With
+``AIMPolicy.tree_coarsest`` set (the default), a numeric column measured on
+its own levels is measured on a hierarchy of nested equal-width grids
+(:func:`._measure.bin_hierarchy`), each level its own Gaussian measurement
+with a share of the column's budget, and its 1-way measurement is the
+levels' least-squares consistent estimate made non-negative
+(:func:`._measure.consistent_estimate`, after Hay, Rastogi, Miklau and
+Suciu 2010; :func:`._measure.nonnegative_estimate`). Privacy: the 1-way
+measurements are Gaussian events of count tables (a record in one cell of
+each, grouped, hierarchical or not) whose zCDP sums to exactly their
+share; the rounds run in the filter on what is left, so the run's zCDP is
+still at most ``rho``.
 
 Domain compression (:mod:`._compression`): after the 1-way measurements, a
 column's rare levels may be merged, or a numeric column's bins cut into runs
@@ -98,9 +105,13 @@ from ._compression import (
 )
 from ._measure import (
     as_counts,
+    bin_hierarchy,
+    consistent_estimate,
     count_sensitivity,
     covering_sets,
     exponential_draw,
+    measure_hierarchy,
+    nonnegative_estimate,
 )
 from ._pgm import (
     JunctionTree,
@@ -201,6 +212,34 @@ class AIMPolicy:
     #: ... but never fewer than this many bins: coarser bins spread a mode's
     #: mass over a wide range (docs/benchmarks.md, "Synthetic data on the panel").
     min_measured_bins: int = 8
+    #: Under the same rule, a numeric column measured on its public bins is
+    #: measured on nested equal-width grids of its range, from this many bins
+    #: up (times ``tree_branching`` each level) to its public bins, and the
+    #: levels made consistent by least squares: its 1-way estimate is good on
+    #: coarse and fine grids at once, where one measurement of every bin sums
+    #: the noise of several into each coarse bin (None: its public bins only)
+    #: (docs/benchmarks.md, "Synthetic data on the panel").
+    tree_coarsest: int | None = 8
+    #: ... only where the signal is below this (None: at any signal): above
+    #: it the rounds read the finest grid, whose noise the hierarchy raises
+    #: (docs/benchmarks.md, "Synthetic data on the panel").
+    tree_max_signal: float | None = 10.0
+    #: Each level of that hierarchy has this many times the bins of the one
+    #: above it (docs/benchmarks.md, "Synthetic data on the panel").
+    tree_branching: int = 2
+    #: Level ``i`` (0 the coarsest) takes a share of the column's budget
+    #: proportional to this to the power ``i`` (docs/benchmarks.md,
+    #: "Synthetic data on the panel").
+    tree_share_ratio: float = 1.0
+    #: The consistent estimate is made non-negative top down (each cell's
+    #: children projected onto non-negative counts of its sum), so empty tails
+    #: get no mass (docs/benchmarks.md, "Synthetic data on the panel").
+    tree_nonnegative: bool = True
+    #: Bandwidth, in bins, of the kernel smoothing a hierarchical column's
+    #: estimate before it is expanded: less than ``smooth_bins``, the
+    #: consistent estimate being less noisy than one measurement of every bin
+    #: (docs/benchmarks.md, "Synthetic data on the panel").
+    tree_smooth_bins: float = 0.75
 
 
 @dataclass(frozen=True)
@@ -328,11 +367,20 @@ class OneWayPlan:
         of its ordered levels (empty: every column on its own levels).
     signal : float or None
         The signal the rule read (``None``: no rule).
+    hierarchies : tuple
+        Per column, ``None`` or the :class:`~._measure.BinHierarchy` its
+        1-way marginal is measured on (empty: none).
     """
 
     share: float | None = None
     groups: tuple = ()
     signal: float | None = None
+    hierarchies: tuple = ()
+
+    def level_shares(self, n_columns):
+        """Per column, the shares of its 1-way budget per measured level."""
+        hierarchies = self.hierarchies or (None,) * n_columns
+        return [(1.0,) if h is None else h.shares for h in hierarchies]
 
     def compressions(self, sizes):
         """Per column, the :class:`~._compression.Compression` of its bins or None.
@@ -366,8 +414,11 @@ def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
     runs: the model is the noisy 1-way marginals); above it they take
     ``policy.one_way_share`` and the rounds the rest. Each numeric column is
     then measured on the bins :func:`_measured_bins` gives at the 1-way
-    noise. ``policy.min_signal`` ``None``: no rule (the first rounds' noise,
-    every level measured).
+    noise. A numeric column measured on its own levels is measured on the
+    nested grids of :func:`._measure.bin_hierarchy` when
+    ``policy.tree_coarsest`` is set and the signal is below
+    ``policy.tree_max_signal``. ``policy.min_signal`` ``None``: no rule
+    (the first rounds' noise, every level measured).
 
     Parameters
     ----------
@@ -404,9 +455,27 @@ def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
         _measured_bins(pos, n_rows, std, policy, policy.measured_per_sqrt)
         for pos in positions
     )
+    hierarchies = ()
+    if policy.tree_coarsest is not None and (
+        policy.tree_max_signal is None or signal < policy.tree_max_signal
+    ):
+        hierarchies = tuple(
+            None
+            if pos is None or (groups and groups[j] is not None)
+            else bin_hierarchy(
+                pos,
+                sizes[j],
+                policy.tree_coarsest,
+                policy.tree_branching,
+                policy.tree_share_ratio,
+            )
+            for j, pos in enumerate(positions)
+        )
+        if all(h is None for h in hierarchies):
+            hierarchies = ()
     if all(g is None for g in groups):
         groups = ()
-    return OneWayPlan(share, groups, signal)
+    return OneWayPlan(share, groups, signal, hierarchies)
 
 
 def _measured_bins(positions, n_rows, std, policy, per_sqrt):
@@ -527,14 +596,27 @@ class _Budget:
         share = min(self._one_way_share, 1.0 - 1e-12)
         return math.sqrt(n_columns / (2.0 * share * self.rho))
 
-    def spend_one_way(self, n_columns):
-        """Pay for the 1-way measurements: their event."""
-        z = self.one_way_z(n_columns)
-        self.used = n_columns / (2.0 * z**2)
+    def spend_one_way(self, level_shares):
+        """Pay for the 1-way measurements: their events.
+
+        ``level_shares`` gives, per column, the shares of its budget (that of
+        one measurement of multiplier :meth:`one_way_z`) spent on each of its
+        measured levels; a level with share ``w`` is a Gaussian measurement of
+        multiplier ``z / sqrt(w)``, costing ``w / (2 z^2)``. Equal
+        multipliers are one event with a count.
+        """
+        z = self.one_way_z(len(level_shares))
+        multipliers = {}
+        for shares in level_shares:
+            for w in shares:
+                zl = z if w == 1.0 else z / math.sqrt(w)
+                multipliers[zl] = multipliers.get(zl, 0) + 1
+        events = [GaussianEvent(zl, count=k) for zl, k in multipliers.items()]
+        self.used = sum(k / (2.0 * zl**2) for zl, k in multipliers.items())
         if self.used >= self.rho:
             raise RuntimeError("Internal error: the 1-way step exceeds the budget.")
         self.finished = self._one_way_share is not None and self._one_way_share >= 1.0
-        return GaussianEvent(z, count=n_columns)
+        return events
 
     def next_round(self):
         """Pay for the next round: its :class:`_Round`."""
@@ -723,11 +805,14 @@ def fit_aim(
             plan.share,
             " (all of it: the model is their product)" if plan.share >= 1 else "",
         )
-    # 1. Every 1-way marginal (a grouped column on its measured bins).
+    # 1. Every 1-way marginal (a grouped column on its measured bins, a
+    # hierarchical one on its levels, made consistent).
     std = sensitivity.l2 * budget.one_way_z(n_columns)
     grouped = plan.compressions(sizes)
-    one_way = _measure_one_way(counts, std, rng, grouped)
-    first_event = budget.spend_one_way(n_columns)
+    one_way = _measure_one_way(
+        counts, std, rng, grouped, plan.hierarchies, policy.tree_nonnegative
+    )
+    first_events = budget.spend_one_way(plan.level_shares(n_columns))
     n_rows = counts.n_rows
     if neighbouring == "add-remove":
         n_rows = estimate_total(one_way)
@@ -736,7 +821,7 @@ def fit_aim(
         one_way, std, n_rows, ordered, compress, runs_numeric, policy, grouped
     )
     state = _start(counts, sizes, one_way, compression, candidates, n_rows, n_jobs)
-    state.events.append(first_event)
+    state.events.extend(first_events)
     state.refit(policy.final_iter if budget.finished else policy.round_iter)
     # 3. The adaptive rounds, until the budget says the last one ran.
     setup = _Setup(
@@ -766,17 +851,31 @@ def fit_aim(
     )
 
 
-def _measure_one_way(counts, std, rng, grouped):
+def _measure_one_way(counts, std, rng, grouped, hierarchies=(), nonnegative=False):
     """Every 1-way count vector plus Gaussian noise of std ``std``.
 
     A column with a :class:`~._compression.Compression` in ``grouped`` is
     measured on its groups (the count vector summed over them, one noisy
     cell each; a record is still in one cell): the measurement is then on
-    the model's levels of that column.
+    the model's levels of that column. A column with a
+    :class:`~._measure.BinHierarchy` in ``hierarchies`` is measured on each
+    of its levels (std ``std / sqrt(share)``, a record in one cell of each)
+    and its measurement is the consistent estimate of its levels' counts
+    (:func:`._measure.consistent_estimate`, summing to the number of rows,
+    public under replace-one), with the estimate's noise covariance; with
+    ``nonnegative``, that estimate made non-negative
+    (:func:`._measure.nonnegative_estimate`).
     """
     out = []
     for j in range(counts.n_columns):
         table = counts.table((j,))
+        if hierarchies and hierarchies[j] is not None:
+            out.append(
+                _measure_hierarchy(
+                    j, table, hierarchies[j], std, rng, counts, nonnegative
+                )
+            )
+            continue
         if grouped[j] is not None:
             table = np.bincount(
                 grouped[j].mapping, weights=table, minlength=grouped[j].n_levels
@@ -787,14 +886,29 @@ def _measure_one_way(counts, std, rng, grouped):
     return out
 
 
+def _measure_hierarchy(column, table, hierarchy, std, rng, counts, nonnegative):
+    """The consistent 1-way :class:`Measurement` of a hierarchical column."""
+    stds = [std / math.sqrt(w) for w in hierarchy.shares]
+    noisy = measure_hierarchy(table, hierarchy, stds, rng)
+    estimate, covariance = consistent_estimate(
+        hierarchy, noisy, stds, float(counts.n_rows)
+    )
+    if nonnegative:
+        estimate = nonnegative_estimate(hierarchy, estimate, counts.n_rows)
+    spread = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    return Measurement((column,), estimate, spread, covariance=covariance)
+
+
 def _compressions(
     one_way, std, n_rows, ordered, compress, runs_numeric, policy, grouped
 ):
     """Each column's :class:`~._compression.Compression` from its 1-way measurement.
 
-    A column measured on groups keeps them (``grouped``). The rules read only
-    public values: the noise (fixed by the budget) and the number of rows or,
-    under add-remove, its released estimate.
+    A column measured on groups keeps them (``grouped``); a column whose
+    measurement is a hierarchy's consistent estimate (it carries a noise
+    covariance) is smoothed over ``policy.tree_smooth_bins`` bins. The rules
+    read only public values: the noise (fixed by the budget) and the number
+    of rows or, under add-remove, its released estimate.
     """
     if compress == "auto":
         compress = std <= policy.compress_max_std * n_rows
@@ -808,7 +922,14 @@ def _compressions(
         g
         if g is not None
         else compress_column(
-            m.y, std, below, k, runs if k else None, bandwidth=policy.smooth_bins
+            m.y,
+            std,
+            below,
+            k,
+            runs if k else None,
+            bandwidth=policy.smooth_bins
+            if m.covariance is None
+            else policy.tree_smooth_bins,
         )
         for m, k, g in zip(one_way, ordered, grouped, strict=True)
     ]

@@ -192,12 +192,22 @@ def _expansion_weights(noisy, std, ordered, positions, bandwidth):
 
 
 def compressed_measurement(column, measurement, compression):
-    """A 1-way measurement moved to the compressed levels (sums, summed variance)."""
+    """A 1-way measurement moved to the compressed levels (sums, summed variance).
+
+    With a noise ``covariance``, a merged cell's variance is that of the sum
+    of its cells' noises (``g' C g``).
+    """
     if compression.n_levels == compression.mapping.size:
         return measurement
     y = np.bincount(
         compression.mapping, weights=measurement.y, minlength=compression.n_levels
     )
+    if measurement.covariance is not None:
+        onehot = np.zeros((compression.n_levels, compression.mapping.size))
+        onehot[compression.mapping, np.arange(compression.mapping.size)] = 1.0
+        covariance = onehot @ measurement.covariance @ onehot.T
+        std = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+        return Measurement((column,), y, std, covariance=covariance)
     members = np.bincount(compression.mapping, minlength=compression.n_levels)
     std = float(measurement.std) * np.sqrt(members)
     return Measurement((column,), y, std)

@@ -47,13 +47,17 @@ class Measurement:
     ``groups`` (optional) coarsens the table before it is measured: one entry
     per column of ``clique``, ``None`` or an integer array mapping each of the
     column's levels to a group; ``y`` then has one cell per group on those
-    axes (see :func:`coarsen`).
+    axes (see :func:`coarsen`). ``covariance`` (optional, one column) is the
+    noise's covariance when the cells' noises are correlated (an estimate
+    from several measurements); ``std`` is then the root of its diagonal,
+    which is all the fit reads.
     """
 
     clique: tuple
     y: np.ndarray
     std: float | np.ndarray
     groups: tuple | None = None
+    covariance: np.ndarray | None = None
 
 
 def coarsen(table, groups):
