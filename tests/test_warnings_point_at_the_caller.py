@@ -79,3 +79,23 @@ def test_clipped_values_warn_at_the_users_line_through_a_private_search():
     )
     caught = _caught(lambda: search.fit(frame, y), ClippedValuesWarning)
     assert caught and all(w.filename == __file__ for w in caught)
+
+
+def test_synthetic_data_names_a_range_in_other_units_at_the_users_line():
+    from skdp.synthetic import DomainWarning
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"pay": rng.uniform(0, 90_000, 300), "c": ["a", "b"] * 150})
+    synth = DPSyntheticData(
+        domain={"pay": (0.0, 90.0), "c": ["a", "b"]}, random_state=0
+    )
+    (warning,) = _caught(lambda: synth.fit(frame), DomainWarning)
+    assert "of its values: was the range declared in other units?" in str(
+        warning.message
+    )
+    assert warning.filename == __file__
+    # A few clipped outliers are just clipped.
+    frame.loc[:5, "pay"] = 95.0
+    frame.loc[6:, "pay"] = rng.uniform(0, 90, len(frame) - 6)
+    (warning,) = _caught(lambda: synth.fit(frame), DomainWarning)
+    assert "'pay': 6 clipped into the range." in str(warning.message)

@@ -12,15 +12,12 @@ from sklearn.utils.validation import check_is_fitted
 from ..exceptions import ClippedValuesWarning
 from ..schema import Categorical, Numeric, TableSchema
 from ..utils._sklearn import StrOptions, fit_context
-from ..utils._validation import user_stacklevel
+from ..utils._validation import CLIPPED_SHARE_WARNED, user_stacklevel
 
 __all__ = ["SchemaEncoder"]
 
 # How many offending values an error message lists.
 _SHOWN_VALUES = 5
-# Share of a numeric column's values beyond its bounds that warns: clipping
-# a few outliers is what a bound is for; a twentieth is rarely meant.
-_CLIPPED_SHARE_WARNED = 0.05
 # The output for undeclared categories, as an error about output names says it.
 _OTHER_OUTPUT = (
     "its output for undeclared values (handle_unknown='other'; with "
@@ -32,11 +29,11 @@ def _warn_clipped(clipped, schema):
     """One :class:`ClippedValuesWarning` for the columns clipped the most.
 
     ``clipped``: column name -> share of its present values beyond its
-    declared bounds; the columns at or above ``_CLIPPED_SHARE_WARNED`` are
+    declared bounds; the columns at or above ``CLIPPED_SHARE_WARNED`` are
     named with their share and bounds.
     """
     heavy = {
-        name: share for name, share in clipped.items() if share >= _CLIPPED_SHARE_WARNED
+        name: share for name, share in clipped.items() if share >= CLIPPED_SHARE_WARNED
     }
     if not heavy:
         return

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..schema import Categorical, Numeric, TableSchema, as_column
 from ..schema._schema import did_you_mean
+from ..utils._validation import CLIPPED_SHARE_WARNED
 
 #: The level that undeclared categories are mapped to (``handle_unknown="other"``).
 OTHER = "other"
@@ -460,7 +461,7 @@ def encode_table(columns, specs, *, handle_unknown="error", report=None):
             kind = "mapped to 'other'"
         else:
             column[present], changed = _encode_numeric(spec, array[present])
-            kind = "clipped into the range"
+            kind = _clipped_words(changed, int(present.sum()))
             fractional = _fractional_count(spec, array[present])
             if fractional:
                 kind = _with_rounding(kind if changed else None, fractional, spec)
@@ -469,6 +470,17 @@ def encode_table(columns, specs, *, handle_unknown="error", report=None):
             report[key] = (changed, kind)
         codes[:, j] = column
     return codes
+
+
+def _clipped_words(n_clipped, n_present):
+    """The report's words for clipped values; a large share hints at units."""
+    words = "clipped into the range"
+    if n_clipped and n_clipped >= CLIPPED_SHARE_WARNED * n_present:
+        words += (
+            f" ({n_clipped / n_present:.0%} of its values: was the range "
+            "declared in other units?)"
+        )
+    return words
 
 
 def _fractional_count(spec, values):

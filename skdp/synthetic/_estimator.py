@@ -18,7 +18,7 @@ from ..accounting import account
 from ..schema import TableSchema
 from ..schema._schema import did_you_mean
 from ..utils._sklearn import Interval, StrOptions, fit_context
-from ..utils._validation import check_add_remove_delta
+from ..utils._validation import check_add_remove_delta, user_stacklevel
 from ._dask import (
     PartitionCounts,
     count_on_dask,
@@ -665,9 +665,11 @@ def _warn_domain(report, plan):
             report.items(), key=lambda item: plan.keys.index(item[0])
         )
     )
-    # stacklevel: where fit's warnings have always pointed (the frame that
-    # calls fit through fit_context: _counts, _run, _fit_private, fit, wrapper).
-    warnings.warn(f"Values outside the domain: {details}.", DomainWarning, stacklevel=6)
+    warnings.warn(
+        f"Values outside the domain: {details}.",
+        DomainWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 def _workload_indices(workload, keys):

@@ -58,6 +58,12 @@ def check_delta_against_rows(delta, n_samples):
         )
 
 
+#: Share of a numeric column's values beyond its declared bounds that a
+#: warning calls out: clipping a few outliers is what a bound is for; a
+#: twentieth is rarely meant (a bound in other units).
+CLIPPED_SHARE_WARNED = 0.05
+
+
 def user_stacklevel():
     """``stacklevel`` for ``warnings.warn`` pointing at the user's own line.
 
