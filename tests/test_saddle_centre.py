@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.utils._param_validation import InvalidParameterError
+from test_solvers_saddle import problem
 
 from skdp._base import fit_generator
 from skdp._solvers._gda import GDASolver, run_gda
@@ -11,7 +12,6 @@ from skdp._solvers._mirror import MirrorSolver
 from skdp._solvers._rows import clipped_row_sum, loss_row_norm
 from skdp._solvers._saddle import (
     Centring,
-    SaddleProblem,
     SaddleRows,
     centred_saddle_rows,
 )
@@ -46,26 +46,8 @@ def _model(**params):
 
 
 def _problem(n, n_groups, d, **params):
-    base = dict(
-        n_samples=n,
-        n_groups=n_groups,
-        n_features=d,
-        fit_intercept=True,
-        neighbouring="replace-one",
-        n_iter=60,
-        learning_rate="auto",
-        group_step="auto",
-        momentum="auto",
-        weight_cap=3.0,
-        l2=1e-4,
-        precondition=False,
-        l1_radius=20.0,
-        row_norm=ROW_NORM,
-        feature_bound=None,
-        clip_norm="auto",
-        max_loss=2.0,
-    )
-    return SaddleProblem(**{**base, **params})
+    base = dict(n_iter=60, l1_radius=20.0, row_norm=ROW_NORM)
+    return problem(n_samples=n, n_groups=n_groups, n_features=d, **{**base, **params})
 
 
 class _SkipAfterFirstDraw:

@@ -6,6 +6,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from test_synthetic_small import _zcdp
 
 from skdp._solvers._aim import AIMPolicy, _measure_one_way, plan_one_way
 from skdp._solvers._compression import Compression, compressed_measurement
@@ -20,7 +21,6 @@ from skdp._solvers._measure import (
 from skdp._solvers._pgm import Measurement
 from skdp._solvers._tree import project_to_simplex
 from skdp.accounting import (
-    ExponentialMechanismEvent,
     GaussianEvent,
     RDPAccountant,
 )
@@ -37,17 +37,6 @@ def _design(hierarchy):
     return np.vstack([np.eye(int(m.max()) + 1)[m].T for m in hierarchy.levels]).astype(
         float
     )
-
-
-def _zcdp(events):
-    total = 0.0
-    for event in events:
-        if isinstance(event, GaussianEvent):
-            total += event.count / (2 * event.noise_multiplier**2)
-        else:
-            assert isinstance(event, ExponentialMechanismEvent)
-            total += event.count * event.epsilon**2 / 8
-    return total
 
 
 def test_levels_nest_and_end_on_the_columns_levels():
