@@ -7,7 +7,7 @@ from ._policy import DEFAULT_POLICY
 
 __all__ = ["account", "calibrate", "calibrate_noise_multiplier"]
 
-# The bisection stops when its bracket is a float apart.
+# The search stops when its bracket is a float apart.
 _BRACKET_RTOL = 1e-12
 
 

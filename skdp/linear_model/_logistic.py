@@ -647,6 +647,10 @@ default="poisson"
             parameters alone, whether or not a row is changed.
         PrivacyLeakWarning
             ``classes=None``: the classes are read from ``y``.
+        UnscaledFeaturesWarning
+            No ``row_norm`` and columns of ``X`` (an in-memory array) with a
+            median absolute value above 10 in its first 10,000 rows: the
+            defaults assume features on a public scale.
         """
         if is_dask_collection(X):
             return self._fit_private(self._dask_validated(X, y, sample_weight))
