@@ -84,3 +84,13 @@ def test_privacy_plan_follows_the_declared_classes():
     X, y = _data(n=500)
     fitted = declared.fit(X, np.array(["a", "b", "c"])[y])
     assert fitted.privacy_spent_ == spent_declared
+
+
+@pytest.mark.parametrize("make", [_logistic, _saddle])
+def test_boolean_labels_declared_as_zero_and_one_keep_their_type(make):
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make(classes=[0, 1]).fit(X, y > 0)
+    assert model.classes_.dtype == bool
+    assert model.predict(X).dtype == bool

@@ -142,6 +142,15 @@ def check_sample_weight(sample_weight, n_samples):
     return weights
 
 
+def _bool_labels_declared_as_numbers(y, classes):
+    """Whether ``y`` is boolean and ``classes`` are numbers among 0 and 1."""
+    return (
+        np.asarray(y).dtype == bool
+        and classes.dtype.kind in "iuf"
+        and set(classes.tolist()) <= {0, 1}
+    )
+
+
 def resolve_classes(y, declared, name, *, binary=False):
     """The public set of classes: ``declared``, or read from ``y`` with a warning.
 
@@ -183,6 +192,8 @@ def resolve_classes(y, declared, name, *, binary=False):
         )
     else:
         classes = np.unique(np.asarray(declared))
+        if _bool_labels_declared_as_numbers(y, classes):
+            classes = classes.astype(bool)
         if np.asarray(declared).ndim != 1 or classes.size < 2:
             raise ValueError(
                 f"classes must be a 1-d list of at least two distinct labels, got "
