@@ -362,6 +362,15 @@ def test_verbose_logs_one_line_per_epoch(caplog):
     assert calibrated.getMessage().startswith("noise multiplier ")
 
 
+@pytest.mark.parametrize("verbose, lines", [(1, 10), (2, 30)])
+def test_verbose_one_logs_about_ten_epochs(caplog, verbose, lines):
+    X, y = binary_data()
+    with caplog.at_level(logging.INFO, logger="skdp"):
+        DPLogisticRegression(epochs=30, verbose=verbose, random_state=0).fit(X, y)
+    epochs = [r.getMessage() for r in caplog.records if "epoch" in r.getMessage()]
+    assert len(epochs) == lines and epochs[-1].startswith("epoch 30/30")
+
+
 # --- temperature (calibration_share) ------------------------------------------
 
 

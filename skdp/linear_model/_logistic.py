@@ -277,7 +277,8 @@ default="poisson"
         refits identical, and anyone who knows it can regenerate the noise
         and undo the privacy: keep a seed secret, as you would the data.
     verbose : int, default=0
-        Log a line per epoch (no loss: it would read the data unprotected).
+        1: log the calibrated noise and about ten progress lines; 2 or more:
+        a line per epoch (no loss: it would read the data unprotected).
 
     Attributes
     ----------

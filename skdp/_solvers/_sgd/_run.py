@@ -96,6 +96,7 @@ def run_logistic_sgd(
     sample_weight : ndarray of shape (n_samples,) or None
         Weights in [0, 1], scaling each record's gradient.
     verbose : int
+        1: about ten progress lines; 2 or more: one per epoch.
     steps : SGDSteps or None
         The step sizes and clip norm to run with (from
         :func:`~skdp._solvers._sgd.schedule_run`); None: the plan's own. The
@@ -261,10 +262,20 @@ def descend(
             W = prox_and_project(W, plan, eta)
         if step >= rule.average_from:
             tail.add(W)
-        if verbose and (step + 1) % per_epoch == 0:
+        if (
+            verbose
+            and (step + 1) % per_epoch == 0
+            and _reported((step + 1) // per_epoch, plan.epochs, verbose)
+        ):
             logger.info(
                 "epoch %d/%d done (no loss shown: it would read the data unprotected)",
                 (step + 1) // per_epoch,
                 plan.epochs,
             )
     return tail.mean()
+
+
+def _reported(epoch, epochs, verbose):
+    """Whether ``epoch`` (1-based) gets a progress line: about ten at verbose 1."""
+    every = 1 if verbose >= 2 else -(-epochs // 10)
+    return epoch % every == 0 or epoch == epochs
