@@ -131,9 +131,10 @@ def test_poisson_with_a_gaussian_release():
 @pytest.mark.parametrize(
     "events, relation",
     [
-        # A replace-one Gaussian event's per-record bound is unknown: no chain.
+        # Past the replace-one pair's shape condition the chain is used, and
+        # a replace-one Gaussian event's per-record bound is unknown to it.
         (
-            [PoissonGaussianEvent(0.01, 1.5, count=100), GaussianEvent(9.0)],
+            [PoissonGaussianEvent(0.95, 2.0, count=20), GaussianEvent(9.0)],
             "replace-one",
         ),
         ([ExponentialMechanismEvent(0.1, count=3), GaussianEvent(5.0)], "add-remove"),
@@ -166,8 +167,10 @@ def test_calibration_on_the_tight_bound(target):
 
 
 def test_calibration_falls_back_to_renyi():
+    # Replace-one past the pair's shape condition (sampling rate 0.95 at
+    # these noises): the chain, which cannot take a replace-one Gaussian event.
     def make_events(z):
-        return [PoissonGaussianEvent(0.02, z, count=300), GaussianEvent(3 * z)]
+        return [PoissonGaussianEvent(0.95, z, count=300), GaussianEvent(3 * z)]
 
     plain = calibrate_noise_multiplier(make_events, 1.0, 1e-5)
     tight = calibrate_noise_multiplier(make_events, 1.0, 1e-5, accountant="pld")
@@ -214,10 +217,11 @@ def test_estimators_report_the_tight_bound():
         neighbouring="add-remove",
     )
     assert renyi.epsilon > 1.0
-    # Replace-one (the default): the chain through the data set without the
-    # record, temperature release included.
+    # Replace-one (the default): the antipodal pair, temperature release
+    # included.
     replace_one = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
     assert replace_one.privacy_spent_.accountant == "pld"
+    assert "antipodal pair" in replace_one.privacy_spent_.bound
     assert 0.97 <= replace_one.privacy_spent_.epsilon <= 1.0
     cyclic = DPLogisticRegression(epsilon=1.0, batch_sampling="cyclic").fit(X, y)
     # Cyclic runs are Gaussian compositions (or last-iterate GDP): exact.
@@ -248,7 +252,7 @@ def _replace_one_step_delta(q, z, eps, shift):
 
 @pytest.mark.parametrize("q", [0.01, 0.2, 0.7])
 @pytest.mark.parametrize("z", [0.8, 2.0, 5.0])
-def test_replace_one_chain_against_quadrature(q, z):
+def test_replace_one_against_quadrature(q, z):
     delta = 1e-5
     event = PoissonGaussianEvent(q, z)
     rdp = account(event, delta, warn=False)
@@ -269,13 +273,13 @@ def test_replace_one_chain_against_quadrature(q, z):
         (0.05, 1.2, 100, 1e-5),
     ],
 )
-def test_replace_one_chain_between_add_remove_and_renyi(q, z, steps, delta):
+def test_replace_one_pair_between_add_remove_and_renyi(q, z, steps, delta):
     event = PoissonGaussianEvent(q, z, count=steps)
     rdp = account(event, delta, warn=False)
     tight = account(event, delta, accountant="pld")
     add_remove = account(event, delta, neighbouring="add-remove", accountant="pld")
     assert tight.accountant == "pld"
-    assert tight.bound == "poisson-subsampled-gaussian (replace-one: remove, then add)"
+    assert tight.bound == "poisson-subsampled-gaussian (replace-one: antipodal pair)"
     assert add_remove.epsilon < tight.epsilon < 0.95 * rdp.epsilon
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ._event_rdp import WEAK_TRIANGLE, event_rdp
 from ._neighbouring import Neighbouring
-from ._pld import PLDComposition
+from ._pld import CHAINED_PAIR, PLDComposition
 from ._policy import DEFAULT_POLICY
 from ._rdp import DEFAULT_ORDERS, rdp_to_epsilon
 
@@ -45,9 +45,6 @@ __all__ = [
     "composed",
     "make_accountant",
 ]
-
-# How the PLD names the replace-one bound it builds by chaining remove and add.
-_CHAIN = "(replace-one: remove, then add)"
 
 
 @dataclass(frozen=True)
@@ -410,11 +407,14 @@ class _TightAccountant(Accountant):
         return _with_tight(renyi, *found)
 
 
-def _with_tight(spent, epsilon, accountant):
-    """``spent`` reporting a tight ``epsilon``, its bound named accordingly."""
+def _with_tight(spent, epsilon, accountant, pair=CHAINED_PAIR):
+    """``spent`` reporting a tight ``epsilon``, its bound named accordingly.
+
+    ``pair``: how the PLD bounded replace-one (the chain unless it says).
+    """
     bound = spent.bound
     if accountant == "pld":
-        bound = bound.replace(WEAK_TRIANGLE, _CHAIN)
+        bound = bound.replace(WEAK_TRIANGLE, pair)
     return replace(spent, epsilon=epsilon, accountant=accountant, bound=bound)
 
 

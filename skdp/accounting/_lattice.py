@@ -671,19 +671,21 @@ def plan_twice(epsilon_at, planned, floor, replan_below):
     return max(0.0, epsilon), "pld"
 
 
-def sub_intervals(edges, width, start):
+def sub_intervals(edges, width, start, cuts=()):
     """Pieces of the cells ``(edges[c], edges[c + 1]]`` cut at a grid.
 
     The grid runs from ``start`` by ``width`` up to the last finite edge;
-    the pieces' ends are the finite edges and the grid points, so the
-    pieces of a cell partition it exactly (the first piece is open to
-    ``-inf`` when the first cell is).
+    the pieces' ends are the finite edges, the grid points and ``cuts``
+    (exact points where the caller's bounds change form), so the pieces of
+    a cell partition it exactly (the first piece is open to ``-inf`` when
+    the first cell is).
 
     Parameters
     ----------
     edges : ndarray
         Non-decreasing cell edges, possibly ``-inf`` at the start.
     width, start : float
+    cuts : sequence of float, default=()
 
     Returns
     -------
@@ -696,7 +698,10 @@ def sub_intervals(edges, width, start):
     stop = float(finite[-1])
     count = max(0, math.floor((stop - start) / width)) + 1
     grid = start + width * np.arange(count)
-    points = np.unique(np.concatenate([finite, grid[grid <= stop]]))
+    extra = np.asarray(cuts, dtype=float)
+    points = np.unique(
+        np.concatenate([finite, grid[grid <= stop], extra[extra <= stop]])
+    )
     lower = np.concatenate([[-np.inf], points[:-1]])
     upper = points
     cell = np.searchsorted(edges, upper, side="left") - 1

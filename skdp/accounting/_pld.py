@@ -14,8 +14,15 @@ tight conversion applies:
   Wang 2022, Theorem 10 for adaptive composition). The hockey-stick
   divergence of the composition is ``delta(eps) = E[(1 - exp(eps - L))_+]``
   with ``L`` the sum of the steps' privacy losses, and the answer is the
-  larger over the two directions. Under replace-one: the two directions
-  chained through the data set without the record (group privacy, see
+  larger over the two directions. Under replace-one: the pair ``P = (1-q)
+  N(0, z^2) + q N(1, z^2)`` against ``(1-q) N(0, z^2) + q N(-1, z^2)``,
+  which dominates every step whatever the two records' clipped gradients
+  (docs/accounting.md, "The replace-one pair": advanced joint convexity,
+  Balle, Barthe and Gaboardi 2018, Theorem 2, then a comonotone coupling
+  and a monotone likelihood ratio), one lattice (its loss distribution is
+  the same both ways); past its shape condition
+  (:func:`replace_pair_is_direct`), the two add/remove directions chained
+  through the data set without the record (group privacy, see
   :meth:`PLDComposition.epsilon`).
 - **Random allocation epochs**, possibly with Gaussian releases (as for
   Poisson steps): ``_allocation_pld.py``.
@@ -32,7 +39,9 @@ lattice is a distribution on ``(offset + k) m h0`` for a global quantum
    ``x``, so it lies below its chord on the cell's ``x``-interval
    ``[a, b]`` and ``E[(L - kh) 1{cell}] <= h E[(X - a) 1{cell}] / (b - a)``;
    the add loss ``-l(x)`` is concave, so by Jensen's inequality
-   ``E[L 1{cell}] <= P(cell) (-l(E[X | cell]))``. Both use the first
+   ``E[L 1{cell}] <= P(cell) (-l(E[X | cell]))``; the replace-one loss
+   ``l(x) - l(-x)`` is convex right of 0 and concave left of it, so each
+   cell is cut at 0 and each side bounded its way. Both use the first
    moment of a normal on an interval (exact). The same bounds on a grid of
    sub-intervals of each cell (a sum of valid bounds, one a piece) are
    tighter where ``l`` bends within a cell, and the smaller is used; the
@@ -83,7 +92,11 @@ from ._gdp import gaussian_dp_epsilon, gdp_epsilon
 from ._neighbouring import Neighbouring
 from ._policy import DEFAULT_POLICY
 
-__all__ = ["PLDComposition"]
+__all__ = ["CHAINED_PAIR", "DIRECT_PAIR", "PLDComposition"]
+
+# How a report names the replace-one bound the PLD built.
+DIRECT_PAIR = "(replace-one: antipodal pair)"
+CHAINED_PAIR = "(replace-one: remove, then add)"
 
 # Grid (in standard units) of the central-limit estimate that plans the
 # lattices; planning only: any estimate keeps the bound valid.
@@ -120,12 +133,24 @@ class PLDComposition:
 
     def __init__(self, neighbouring):
         self.relation = Neighbouring.parse(neighbouring)
-        self.relation_mu2 = 0.0
-        self.record_mu2 = 0.0
+        # Gaussian parts' 1 / z^2, summed exactly (math.fsum) so that a bound
+        # does not depend on the order the events came in.
+        self._relation_parts = []
+        self._record_parts = []
         self.steps = []
         self.cyclic = []
         self.allocation = []
         self.supported = True
+
+    @property
+    def relation_mu2(self):
+        """``sum 1 / z^2`` of the Gaussian releases in the relation's units."""
+        return math.fsum(self._relation_parts)
+
+    @property
+    def record_mu2(self):
+        """``sum 1 / z^2`` of the Gaussian releases of sums (per-record units)."""
+        return math.fsum(self._record_parts)
 
     def compose(self, event, count=1):
         """Add ``count`` repetitions of ``event``; returns ``self``."""
@@ -139,19 +164,19 @@ class PLDComposition:
     @_add.register
     def _(self, event: events.GaussianEvent, count):
         n = count * event.count
-        self.relation_mu2 += n / event.noise_multiplier**2
+        self._relation_parts.append(n / event.noise_multiplier**2)
 
     @_add.register
     def _(self, event: events.GaussianSumEvent, count):
         n = count * event.count
-        self.record_mu2 += n / event.noise_multiplier**2
+        self._record_parts.append(n / event.noise_multiplier**2)
 
     @_add.register
     def _(self, event: events.PoissonGaussianEvent, count):
         n = count * event.count
         if event.sampling_rate >= 1.0:
             # Every record in: a Gaussian release of the sum.
-            self.record_mu2 += n / event.noise_multiplier**2
+            self._record_parts.append(n / event.noise_multiplier**2)
         elif event.sampling_rate > 0.0 and n > 0:
             self.steps.append((event.sampling_rate, event.noise_multiplier, n))
 
@@ -160,7 +185,7 @@ class PLDComposition:
         epochs = count * event.epochs
         if event.steps_per_epoch == 1:
             # One step an epoch: one Gaussian of per-record sensitivity 1.
-            self.record_mu2 += epochs / event.noise_multiplier**2
+            self._record_parts.append(epochs / event.noise_multiplier**2)
         elif epochs > 0:
             self.allocation.append(
                 (event.steps_per_epoch, event.noise_multiplier, epochs)
@@ -193,7 +218,10 @@ class PLDComposition:
 
         Only Gaussian parts: exact Gaussian DP (:meth:`gaussian_epsilon`).
         Poisson-subsampled steps: under add/remove, the larger of the two
-        directions' lattice epsilons. Under replace-one, Poisson steps are
+        directions' lattice epsilons. Under replace-one, the replace-one
+        pair's lattice (module docstring), Gaussian releases composed on it
+        (a sum's shift is twice its per-record bound). Past the pair's shape
+        condition (:func:`replace_pair_is_direct`), Poisson steps are
         accounted through the data set without the record (replace = remove,
         then add): if the run is ``(eps_1, delta_1)``-DP from ``D`` to ``D -
         x`` (the "remove" direction) and ``(eps_2, delta_2)``-DP from ``D -
@@ -224,11 +252,13 @@ class PLDComposition:
 
         Returns
         -------
-        (epsilon, name) or None
-            ``name`` is ``"gdp"`` (exact, all events Gaussian) or ``"pld"``.
-            None if an event has no rule, if random allocation comes with
-            Poisson steps or cyclic events, if either comes with cyclic
-            events or (under replace-one) with Gaussian events, or if a
+        (epsilon, name) or (epsilon, name, pair) or None
+            ``name`` is ``"gdp"`` (exact, all events Gaussian) or ``"pld"``;
+            Poisson steps add ``pair``, how replace-one was bounded
+            (:data:`DIRECT_PAIR` or :data:`CHAINED_PAIR`). None if an event
+            has no rule, if random allocation comes with Poisson steps or
+            cyclic events, if either comes with cyclic events or (under the
+            replace-one chain) with replace-one Gaussian events, or if a
             lattice would be too large.
         """
         if not self.supported:
@@ -260,37 +290,56 @@ class PLDComposition:
         )
 
     def _poisson_epsilon(self, delta, reference, rel_slack, policy):
-        """Poisson steps with Gaussian releases (the lattices here), or None."""
+        """Poisson steps with Gaussian releases (the lattices here), or None.
+
+        Returns ``(epsilon, "pld", pair)``, ``pair`` naming the replace-one
+        bound (the direct pair or the chain).
+        """
+        steps = _lattice.merged(self.steps)
         replace_one = self.relation is Neighbouring.REPLACE_ONE
-        if self.cyclic or (replace_one and self.relation_mu2 > 0):
+        direct = not replace_one or all(
+            replace_pair_is_direct(q, z) for q, z, _ in steps
+        )
+        if self.cyclic or (not direct and self.relation_mu2 > 0):
             return None
         if reference is None or not math.isfinite(reference) or reference <= 0:
             return None
-        steps = _lattice.merged(self.steps)
-        gauss_mu2 = self.relation_mu2 + self.record_mu2
+        # A sum moves by the relation's sum factor in the direct pair's units,
+        # by one per-record bound in each hop of the chain.
+        factor = self.relation.sum_factor if direct else 1.0
+        gauss_mu2 = self.relation_mu2 + factor**2 * self.record_mu2
         # The Rényi epsilon can be several times the tight one (tiny delta,
         # many steps): plan the lattice for the smaller of it and a multiple
         # of a central-limit estimate (any plan gives a valid bound).
-        guess = _clt_epsilon(steps, gauss_mu2, delta)
+        direction = "replace" if replace_one and direct else "remove"
+        guess = _clt_epsilon(steps, gauss_mu2, delta, direction)
         planned = min(
             reference, max(policy.clt_factor * guess, policy.min_planned_epsilon)
         )
+        # To 8 digits: the Rényi reference's last bits depend on the order the
+        # events were composed in, and a bound must not.
+        planned = float(f"{planned:.8g}")
 
         def epsilon_at(planned):
             return _lattice_epsilon(
                 steps, gauss_mu2, delta, self.relation, planned, rel_slack, policy
             )
 
-        return _lattice.plan_twice(
+        found = _lattice.plan_twice(
             epsilon_at, planned, policy.min_planned_epsilon, policy.replan_below
         )
+        if found is None:
+            return None
+        return (*found, DIRECT_PAIR if direct else CHAINED_PAIR)
 
 
-def _clt_epsilon(steps, gauss_mu2, delta):
+def _clt_epsilon(steps, gauss_mu2, delta, direction="remove"):
     """A central-limit estimate of epsilon (planning only, not a bound).
 
-    The GDP epsilon of ``mu^2 = sum_t Var(L_t)``, the remove direction's
-    step losses' variances by quadrature on a grid of ``x``.
+    The GDP epsilon of ``mu^2 = sum_t Var(L_t)``, the step losses'
+    variances (the remove direction's, or the replace-one pair's) by
+    quadrature on a grid of ``x``; ``inf`` where a loss on the grid
+    overflows (tiny noise).
     """
     mu2 = gauss_mu2
     x_unit = _CLT_GRID
@@ -300,7 +349,11 @@ def _clt_epsilon(steps, gauss_mu2, delta):
         moments = np.zeros(2)
         for weight, mean in ((1.0 - q, 0.0), (q, 1.0)):
             x = mean + z * x_unit
-            loss = np.log1p(q * np.expm1((2.0 * x - 1.0) / (2.0 * z * z)))
+            loss = _loss_above(x, q, z)[0]
+            if direction == "replace":
+                loss = loss - _loss_above(-x, q, z)[0]
+            if not np.all(np.isfinite(loss)):
+                return math.inf
             moments += weight * np.array([weights @ loss, weights @ loss**2])
         mu2 += count * max(moments[1] - moments[0] ** 2, 0.0)
     return gaussian_dp_epsilon(math.sqrt(mu2), delta)
@@ -336,7 +389,7 @@ class _Plan:
         )
 
 
-def _plan(steps, slack, eta, tail, floating, policy):
+def _plan(steps, slack, eta, tail, floating, policy, directions=("remove", "add")):
     """Lattice spacings (integer multiples of ``h0``) and tail cut-offs.
 
     Parameters
@@ -350,6 +403,9 @@ def _plan(steps, slack, eta, tail, floating, policy):
     floating : float
         Target total L1 bound on the FFTs' error.
     policy : AccountingPolicy
+    directions : tuple of str, default=("remove", "add")
+        The step lattices the plan must fit (``"replace"``: the replace-one
+        pair's).
 
     Returns
     -------
@@ -366,9 +422,11 @@ def _plan(steps, slack, eta, tail, floating, policy):
             hi - lo
             for lo, hi, _ in (
                 _step_range(q, z, d, step_tau, policy.low_tail / count)
-                for d in ("remove", "add")
+                for d in directions
             )
         )
+        if not math.isfinite(width):
+            raise _lattice.TooLarge  # a loss beyond floating point (tiny noise)
         ideal.append(
             _lattice.level_spacings(
                 count, group_budget, width, policy.max_step_points, policy.level_decay
@@ -432,11 +490,12 @@ def _direction_lattice(steps, gauss_mu2, direction, plan, policy):
 def _step_range(q, z, direction, tau, low):
     """Range ``[lo, hi]`` of one step's loss kept on the lattice, and ``x_hi``.
 
-    Remove: ``x_hi`` leaves mass ``tau`` of ``x`` (the upper tail of the
-    loss, sent to +inf) above it. Add: it leaves ``low`` (the lower tail of
-    the loss, moved up).
+    Remove and replace: ``x_hi`` leaves mass ``tau`` of ``x`` (the upper
+    tail of the loss, sent to +inf) above it; replace also cuts the lower
+    tail (mass at most ``low``, moved up). Add: ``x_hi`` leaves ``low`` (the
+    lower tail of the loss, moved up).
     """
-    if direction == "remove":
+    if direction in ("remove", "replace"):
 
         def survival(x):
             return (1.0 - q) * special.ndtr(-x / z) + q * special.ndtr((1.0 - x) / z)
@@ -451,6 +510,10 @@ def _step_range(q, z, direction, tau, low):
             x_hi = x_hi + 1e-9
     else:
         x_hi = z * -special.ndtri(low)
+    if direction == "replace":
+        # Below x_lo the mixture has at most the mass of N(0, z^2) below it.
+        x_lo = z * special.ndtri(low)
+        return float(_replace_loss(x_lo, q, z)), float(_replace_loss(x_hi, q, z)), x_hi
     l_hi = float(np.log1p(q * np.expm1((2.0 * x_hi - 1.0) / (2.0 * z * z))))
     l_inf = math.log1p(-q)  # infimum of l
     if direction == "remove":
@@ -473,7 +536,12 @@ def _step_lattice(q, z, direction, h, tau, *, low, max_points, spacing=1):
     ``low``) up to the lowest point kept. ``h`` is the lattice spacing,
     ``spacing`` the same in units of the global quantum. A lattice of more
     than ``max_points`` points raises :class:`TooLarge`.
+    ``direction="replace"``: the replace-one pair (:func:`_replace_step_lattice`).
     """
+    if direction == "replace":
+        return _replace_step_lattice(
+            q, z, h, tau, low=low, max_points=max_points, spacing=spacing
+        )
     remove = direction == "remove"
     components = ((1.0 - q, 0.0), (q, 1.0)) if remove else ((1.0, 0.0),)
 
@@ -484,15 +552,7 @@ def _step_lattice(q, z, direction, h, tau, *, low, max_points, spacing=1):
             x = z * z * np.log1p(arg) + 0.5
         return np.where(arg <= -1.0, -np.inf, x)
 
-    def pieces(a, b):
-        """Mixture mass, moment ``E[(X - a) 1{a < X <= b}]`` and its error."""
-        mass = moment = error = mass_error = 0.0
-        for weight, mean in components:
-            m, mo, e, me = _lattice.normal_pieces(a, b, mean, z)
-            mass, moment = mass + weight * m, moment + weight * mo
-            error, mass_error = error + weight * e, mass_error + weight * me
-        return mass, moment, error, mass_error
-
+    pieces = functools.partial(_mixture_pieces, components, z)
     lo, hi, x_hi = _step_range(q, z, direction, tau, low)
     k_lo, k_hi = math.floor(lo / h), math.ceil(hi / h)
     if k_hi - k_lo + 1 > max_points:
@@ -537,6 +597,20 @@ def _step_lattice(q, z, direction, h, tau, *, low, max_points, spacing=1):
         inf = 0.0
         p[0] += float(special.ndtr(-(x_of(-levels[0]) / z)))
     return _lattice.with_errors(k_lo, p, inf, mass, mass_error, spacing)
+
+
+def _mixture_pieces(components, z, a, b):
+    """Mass, moment ``E[(X - a) 1{a < X <= b}]`` and errors of a normal mixture.
+
+    ``components``: ``(weight, mean)`` pairs, each normal of std ``z``
+    (:func:`~._lattice.normal_pieces`, summed).
+    """
+    mass = moment = error = mass_error = 0.0
+    for weight, mean in components:
+        m, mo, e, me = _lattice.normal_pieces(a, b, mean, z)
+        mass, moment = mass + weight * m, moment + weight * mo
+        error, mass_error = error + weight * e, mass_error + weight * me
+    return mass, moment, error, mass_error
 
 
 def _loss_above(x, q, z):
@@ -633,12 +707,210 @@ def _refined_up(edges, cell_lo, h, q, z, pieces, *, remove):
     return np.where(np.isfinite(up), up, np.nan)
 
 
+def replace_pair_is_direct(q, z):
+    """Whether the replace-one pair's step lattice applies at ``(q, z)``.
+
+    The replace-one loss ``L(x) = l(x) - l(-x)`` (:func:`_replace_loss`)
+    is convex for ``x >= 0`` and concave for ``x <= 0`` when ``log((1 -
+    q) / q) >= -1 / (2 z^2)`` (every ``q <= 1/2``): with ``s(t) = q e^t /
+    (1 - q + q e^t)``, ``L''(x) = (s'(t_+) - s'(t_-)) / z^4`` at ``t_+- =
+    (+-2x - 1) / (2 z^2)``, and ``s' = s (1 - s)`` is symmetric about
+    ``log((1 - q) / q)`` and increasing below it, so ``t_+`` is the nearer
+    to its peak for ``x > 0``. The lattice's rounding bounds need that
+    shape; elsewhere the chain through the data set without the record is
+    used.
+    """
+    return math.log1p(-q) - math.log(q) >= -0.5 / (z * z)
+
+
+def _replace_loss(x, q, z):
+    """The replace-one privacy loss ``L(x) = l(x) - l(-x)``.
+
+    ``log`` of the density ratio of ``(1 - q) N(0, z^2) + q N(1, z^2)``
+    to ``(1 - q) N(0, z^2) + q N(-1, z^2)`` at ``x``; increasing and odd.
+    """
+    return _loss_above(x, q, z)[0] - _loss_above(-x, q, z)[0]
+
+
+def _replace_loss_above(x, q, z):
+    """``L(x)`` and a bound on its floating-point error (as :func:`_loss_above`).
+
+    The two terms' bounds, plus an ulp of each term for the subtraction.
+    """
+    up, up_error = _loss_above(x, q, z)
+    down, down_error = _loss_above(-x, q, z)
+    margin = (
+        up_error
+        + down_error
+        + 2.0 * _lattice.UNIT_ROUNDOFF * (np.abs(up) + np.abs(down))
+    )
+    return up - down, margin
+
+
+def _replace_x_of(level, q, z):
+    """The ``x`` with ``L(x) = level``, in closed form.
+
+    With ``u = exp(x / z^2)`` and ``c = exp(-1 / (2 z^2))``, ``L(x) =
+    level`` is the quadratic ``q c u^2 + (1 - q)(1 - y) u - q c y = 0`` in
+    ``u`` (``y = exp(level)``), whose positive root is taken in the form
+    free of cancellation on each side of ``level = 0`` and in logarithms
+    (no overflow at large ``|level|``). The cells only need the ``x``
+    edges to a few ulps: the rounding bounds evaluate ``L`` at them.
+    """
+    level = np.asarray(level, dtype=float)
+    log_2qc = math.log(2.0 * q) - 0.5 / (z * z)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        # level >= 0: u = y (w + sqrt(w^2 + 4 q^2 c^2 / y)) / (2 q c),
+        # w = (1 - q)(1 - 1/y).
+        high = np.maximum(level, 0.0)
+        w = -(1.0 - q) * np.expm1(-high)
+        ratio = np.exp(2.0 * log_2qc - high)  # 4 q^2 c^2 / y
+        log_u_high = high + np.log(w + np.sqrt(w * w + ratio)) - log_2qc
+        # level < 0: u = 2 q c y / (b + sqrt(b^2 + 4 q^2 c^2 y)),
+        # b = (1 - q)(1 - y) > 0.
+        low = np.minimum(level, 0.0)
+        b = -(1.0 - q) * np.expm1(low)
+        product = np.exp(2.0 * log_2qc + low)  # 4 q^2 c^2 y
+        log_u_low = low + log_2qc - np.log(b + np.sqrt(b * b + product))
+    return z * z * np.where(level >= 0.0, log_u_high, log_u_low)
+
+
+def _replace_step_lattice(q, z, h, tau, *, low, max_points, spacing=1):
+    """Lattice PLD of one Poisson-subsampled Gaussian step under replace-one.
+
+    The loss :func:`_replace_loss` with ``x ~ (1 - q) N(0, z^2) + q N(1,
+    z^2)``: the pair dominates the step whatever the two records' clipped
+    gradients (docs/accounting.md, "The replace-one pair"), and its loss
+    distribution is the same in both directions (``x -> -x``). ``L`` is
+    increasing, so a cell of the loss is an interval of ``x``; its
+    up-probability is bounded on sub-intervals (:func:`_replace_refined_up`:
+    chords where ``L`` is convex, ``x >= 0``, Jensen's inequality where it
+    is concave, ``x <= 0``, as in step 1 of the module's argument). The
+    upper tail beyond probability ``tau`` goes to +inf, the lower tail (at
+    most ``low``) up to the lowest point kept. Requires
+    :func:`replace_pair_is_direct`.
+    """
+    components = ((1.0 - q, 0.0), (q, 1.0))
+    pieces = functools.partial(_mixture_pieces, components, z)
+    lo, hi, x_hi = _step_range(q, z, "replace", tau, low)
+    k_lo, k_hi = math.floor(lo / h), math.ceil(hi / h)
+    if k_hi - k_lo + 1 > max_points:
+        raise _lattice.TooLarge
+    levels = np.arange(k_lo, k_hi + 1) * h
+    edges = _replace_x_of(levels, q, z)
+    mass, _, _, mass_error = pieces(edges[:-1], edges[1:])
+    up = _replace_refined_up(edges, levels[:-1], h, q, z, pieces)
+    up = _lattice.finish_up(up, mass, jensen=True)
+    p = np.zeros(levels.size)
+    p[:-1] += mass - up
+    p[1:] += up
+    below = sum(w * special.ndtr((edges[0] - mean) / z) for w, mean in components)
+    p[0] += float(below)
+    inf = float(sum(w * special.ndtr(-(x_hi - mean) / z) for w, mean in components))
+    return _lattice.with_errors(k_lo, p, inf, mass, mass_error, spacing)
+
+
+def _replace_refined_up(edges, cell_lo, h, q, z, pieces):
+    """Up-probabilities of the replace-one cells, bounded on sub-intervals.
+
+    The cells are ``(edges[c], edges[c + 1]]`` in ``x`` (finite,
+    increasing), with lowest loss ``cell_lo[c]``; each is cut at a grid of
+    width ``_SUB_WIDTH z^2`` and at ``x = 0``, where ``L`` turns from
+    concave to convex. On each piece ``E[(L - lo) 1{piece}]`` is bounded by
+    the smaller of: the loss at the piece's upper end (``L`` increases);
+    on ``x >= 0`` the chord through its ends (``L`` is convex, with the
+    ends' losses rounded up the chord only rises); on ``x <= 0`` Jensen's
+    inequality at the high end of ``E[X | piece]`` (``L`` is concave and
+    increasing). Masses are taken at the high end of their error, as in
+    :func:`_refined_up`.
+
+    Returns
+    -------
+    ndarray
+        One bound a cell.
+    """
+    u = _lattice.UNIT_ROUNDOFF
+    start = float(edges[0])
+    width = max(_SUB_WIDTH * z * z, (float(edges[-1]) - start) / _SUB_POINTS)
+    lower, upper, cell = _lattice.sub_intervals(edges, width, start, cuts=(0.0,))
+    mass, moment, error, mass_error = pieces(lower, upper)
+    mass_hi = mass + mass_error
+    lo = cell_lo[cell]
+    lo_error = 2.0 * u * np.abs(lo)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        l_lower, e_lower = _replace_loss_above(lower, q, z)
+        l_upper, e_upper = _replace_loss_above(upper, q, z)
+        top = l_upper + e_upper
+        monotone = np.maximum(top - lo + lo_error, 0.0) * mass_hi
+        # Convex pieces: below the chord from (lower, base) to (upper, top).
+        base = l_lower + e_lower
+        slope = np.maximum((top - base) / (upper - lower), 0.0)
+        chord = np.maximum(base - lo + lo_error, 0.0) * mass_hi + slope * (
+            moment + error
+        ) * (1.0 + 8.0 * u)
+        # Concave pieces: E[L | piece] <= L(E[X | piece]), the mean taken at
+        # the high end of its error (moment up, mass down).
+        low_mass = mass - mass_error
+        shift = (moment + error) / low_mass * (1.0 + 4.0 * u)
+        mean_x = lower + shift
+        mean_x = mean_x + 2.0 * u * np.abs(mean_x)
+        l_mean, e_mean = _replace_loss_above(mean_x, q, z)
+        jensen = np.where(
+            (low_mass > 0) & np.isfinite(l_mean),
+            np.maximum(l_mean + e_mean - lo + lo_error, 0.0) * mass_hi,
+            np.inf,
+        )
+        shaped = np.where(lower >= 0.0, chord, np.where(upper <= 0.0, jensen, np.inf))
+        term = np.fmin(shaped, monotone)
+    total = np.bincount(cell, weights=term, minlength=cell_lo.size)
+    # A sum of k positive terms is within (k - 1) ulps of exact.
+    terms = np.bincount(cell, minlength=cell_lo.size)
+    up = total / h * (1.0 + 2.0 * u * (terms + 8.0))
+    return np.where(np.isfinite(up), up, np.nan)
+
+
 def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, policy):
-    """The lattice bound of the Poisson steps (and Gaussian parts), or inf."""
-    # Replace-one chains two hops, each with its share of failure and slack.
-    replace_one = relation is Neighbouring.REPLACE_ONE
-    eta = policy.eta_share * delta / relation.hops
-    slack = rel_slack * reference / relation.hops
+    """The lattice bound of the Poisson steps (and Gaussian parts), or inf.
+
+    Add/remove: the larger of the remove and add directions. Replace-one:
+    the replace-one pair's lattice where :func:`replace_pair_is_direct`
+    holds for every group of steps, else the chain (:func:`_chained_bound`).
+    ``gauss_mu2`` is in the units of the lattice's pair (the caller's).
+    """
+    if relation is Neighbouring.ADD_REMOVE:
+        directions = ("remove", "add")
+    elif all(replace_pair_is_direct(q, z) for q, z, _ in steps):
+        directions = ("replace",)
+    else:
+        return _chained_bound(steps, gauss_mu2, delta, reference, rel_slack, policy)
+    eta = policy.eta_share * delta
+    try:
+        plan = _plan(
+            steps,
+            rel_slack * reference,
+            eta,
+            policy.tail_share * delta,
+            policy.fp_share * delta,
+            policy,
+            directions,
+        )
+        lattices = [
+            _direction_lattice(steps, gauss_mu2, d, plan, policy) for d in directions
+        ]
+    except _lattice.TooLarge:
+        return math.inf
+    return max(lattice.bound(plan.h0, delta, eta) for lattice in lattices)
+
+
+def _chained_bound(steps, gauss_mu2, delta, reference, rel_slack, policy):
+    """Replace-one through the data set without the record (remove, then add).
+
+    Each hop has its share of failure probability and slack; see
+    :meth:`PLDComposition.epsilon`.
+    """
+    hops = Neighbouring.REPLACE_ONE.hops
+    eta = policy.eta_share * delta / hops
+    slack = rel_slack * reference / hops
     try:
         plan = _plan(
             steps,
@@ -649,22 +921,16 @@ def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, po
             policy,
         )
         remove = _direction_lattice(steps, gauss_mu2, "remove", plan, policy)
-        if replace_one:
-            scale = _add_hop_scale(remove, plan.h0, delta, policy)
-            if scale is None:
-                plan = plan.scaled(policy.add_hop_tail_scale, policy.add_hop_fp_scale)
-            else:
-                floating = min(scale, policy.add_hop_fp_scale)
-                plan = plan.scaled(min(scale, policy.add_hop_tail_scale), floating)
-                plan = plan.relaxed(scale / floating)
+        scale = _add_hop_scale(remove, plan.h0, delta, policy)
+        if scale is None:
+            plan = plan.scaled(policy.add_hop_tail_scale, policy.add_hop_fp_scale)
+        else:
+            floating = min(scale, policy.add_hop_fp_scale)
+            plan = plan.scaled(min(scale, policy.add_hop_tail_scale), floating)
+            plan = plan.relaxed(scale / floating)
         add = _direction_lattice(steps, gauss_mu2, "add", plan, policy)
     except _lattice.TooLarge:
         return math.inf
-    if not replace_one:
-        return max(
-            lattice.bound(plan.h0, delta, policy.eta_share * delta)
-            for lattice in (remove, add)
-        )
     pure = math.inf if gauss_mu2 > 0 else sum(-n * math.log1p(-q) for q, _, n in steps)
     return _lattice.chained_epsilon(
         lambda d, e: remove.bound(plan.h0, d, e),

@@ -334,9 +334,9 @@ default="poisson"
     of the differing record. Poisson batches use the subsampled Gaussian
     bound, both as a Rényi curve (under replace-one via the weak triangle
     inequality) and as a numerical privacy loss distribution
-    (``accountant="pld"``; under replace-one through the data set without
-    the record: remove, then add), the smaller reported (Opacus's default
-    accountant is of this kind, add/remove only). Budget
+    (``accountant="pld"``; under replace-one on the pair proved worst for
+    a replacement, docs/accounting.md, "The replace-one pair"), the smaller
+    reported (Opacus's default accountant is of this kind, add/remove only). Budget
     split: the probability floor's release (``calibration_share``, by default
     a fifth of ``epsilon`` measured alone) is a Gaussian mechanism on sums of
     per-row vectors of bounded norm; the training noise is then calibrated so
