@@ -199,3 +199,19 @@ def test_adding_or_removing_a_record_moves_each_hierarchy_level_by_one_cell():
         whitened = np.concatenate([d / s for d, s in zip(moved, stds, strict=True)])
         worst_whitened = max(worst_whitened, float(whitened @ whitened))
     assert worst_whitened / 2 == pytest.approx(1 / (2 * z**2))
+
+
+def test_coarsened_candidates_take_the_add_remove_runs_where_the_rule_split():
+    codes, specs = _codes(400)
+    sizes = [s.n_levels for s in specs]
+    policy = AIMPolicy(round_iter=10, final_iter=20, add_remove_coarse_levels=3)
+    result = _fit(codes, specs, 0.05, policy)  # the band: the rule's split
+    coarse = [m for m in result.measurements if m.groups is not None]
+    widths = [
+        int(g.max()) + 1
+        for m in coarse
+        for g, v in zip(m.groups, m.clique, strict=True)
+        if g is not None and specs[v].edges is not None
+    ]
+    assert widths and max(widths) <= 3 + 1  # runs, and a missing level at most
+    assert all(w < sizes[0] for w in widths)

@@ -183,9 +183,9 @@ class AIMPolicy:
     #: this many runs of adjacent levels (None: never coarsened)
     #: (docs/benchmarks.md, "Synthetic data").
     coarse_levels: int | None = 16
-    #: ... under add-remove, about this many (None: never coarsened): the
-    #: rounds of small tables measure coarser tables at half the noise
-    #: variance (docs/benchmarks.md, "Synthetic data on the panel").
+    #: Under add-remove, where the split rule sets the budget (a signal
+    #: below ``add_remove_max_signal``), about this many runs instead (None:
+    #: never coarsened) (docs/benchmarks.md, "Synthetic data on the panel").
     add_remove_coarse_levels: int | None = 8
     #: Coarsened candidates only when the first rounds' noise std is at least
     #: this share of the rows: at lower noise the full tables pay for their
@@ -878,7 +878,12 @@ def fit_aim(
             candidates.sets,
             compression,
             ordered,
-            _coarse_target(sensitivity.l2 * budget.z, n_rows, policy, neighbouring),
+            _coarse_target(
+                sensitivity.l2 * budget.z,
+                n_rows,
+                policy,
+                neighbouring == "add-remove" and plan.share is not None,
+            ),
         ),
         sensitivity.l2,
         max_cells,
@@ -1080,14 +1085,15 @@ def _start(counts, sizes, one_way, compression, candidates, n_rows, n_jobs):
     return _Rounds(tables, sizes, n_rows, measurements, measured, tree=tree)
 
 
-def _coarse_target(std, n_rows, policy, neighbouring="replace-one"):
+def _coarse_target(std, n_rows, policy, add_remove_split=False):
     """Runs per coarsened column, or None below the noise gate (a public rule).
 
-    ``policy.coarse_levels``, or ``policy.add_remove_coarse_levels`` under
-    add-remove; ``n_rows`` is public or the released estimate.
+    ``policy.coarse_levels``, or ``policy.add_remove_coarse_levels`` where
+    the split rule set the budget under add-remove (``add_remove_split``);
+    ``n_rows`` is public or the released estimate.
     """
     levels = policy.coarse_levels
-    if neighbouring == "add-remove":
+    if add_remove_split:
         levels = policy.add_remove_coarse_levels
     return levels if std >= policy.coarse_min_std * n_rows else None
 
