@@ -184,8 +184,10 @@ class AIMPolicy:
     #: (docs/benchmarks.md, "Synthetic data").
     coarse_levels: int | None = 16
     #: Under add-remove, where the split rule sets the budget (a signal
-    #: below ``add_remove_max_signal``), about this many runs instead (None:
-    #: never coarsened) (docs/benchmarks.md, "Synthetic data on the panel").
+    #: below ``add_remove_max_signal``), about this many runs instead: the
+    #: small tables' rounds read coarser tables, with fewer cells sharing the
+    #: noise (None: never coarsened) (docs/benchmarks.md, "Synthetic data on
+    #: the panel").
     add_remove_coarse_levels: int | None = 8
     #: Coarsened candidates only when the first rounds' noise std is at least
     #: this share of the rows: at lower noise the full tables pay for their
@@ -205,16 +207,20 @@ class AIMPolicy:
     min_signal: float | None = 2.0
     #: Add-remove only (the number of rows is private): share of the zCDP
     #: budget spent on a noisy count of the rows, the ``n`` the split rule
-    #: reads; None: no rule under add-remove (the first rounds' noise, every
-    #: level measured) (docs/benchmarks.md, "Synthetic data on the panel").
+    #: reads: the rule needs only its order of magnitude; None: no rule
+    #: under add-remove (the first rounds' noise, every level measured)
+    #: (docs/benchmarks.md, "Synthetic data on the panel").
     count_share: float | None = 0.01
-    #: Add-remove only: the rule's ``min_signal`` there (docs/benchmarks.md,
-    #: "Synthetic data on the panel").
+    #: Add-remove only: the rule's ``min_signal`` there, lower: on tables
+    #: between it and 2 the rounds kept the train-on-synthetic accuracy that
+    #: 1-way marginals alone lose (docs/benchmarks.md, "Synthetic data on the
+    #: panel").
     add_remove_min_signal: float = 0.5
     #: Add-remove only: at or above this signal the 1-way marginals take the
-    #: first rounds' noise on every level, as without the rule (None: the
-    #: rule's split at any signal) (docs/benchmarks.md, "Synthetic data on
-    #: the panel").
+    #: first rounds' noise on every level, as without the rule: there the
+    #: rounds' budget pays more than the 1-way marginals' (None: the rule's
+    #: split at any signal) (docs/benchmarks.md, "Synthetic data on the
+    #: panel").
     add_remove_max_signal: float | None = 10.0
     #: Share of the budget the 1-way marginals take when the signal clears
     #: ``min_signal`` (their noise std ``sqrt(2)`` times that of 1-way-only
