@@ -10,7 +10,6 @@ from skdp._solvers._aim import (
     AIMPolicy,
     _measure_one_way,
     _measured_bins,
-    fit_aim,
     plan_one_way,
 )
 from skdp._solvers._measure import CodesCounts, count_sensitivity
@@ -201,28 +200,3 @@ def test_a_record_is_in_one_cell_of_every_measured_one_way_marginal():
                 worst_l2 = max(worst_l2, np.linalg.norm(a - b))
     assert worst_l1 <= REPLACE_ONE.l1 + 1e-12
     assert worst_l2 <= REPLACE_ONE.l2 + 1e-12
-
-
-def test_add_remove_keeps_the_split_of_the_rounds():
-    """Under add/remove (the number of rows private) the rule does not apply:
-    the 1-way marginals take the first rounds' noise, every level measured."""
-    frame, domain = _panel_like(400)
-    columns, specs = _specs(frame, domain)
-    codes = encode_table(columns, specs)
-    sizes = [s.n_levels for s in specs]
-    rho = 0.05
-    result = fit_aim(
-        codes,
-        sizes,
-        rho,
-        np.random.default_rng(0),
-        neighbouring="add-remove",
-        ordered=[s.n_values if s.edges is not None else 0 for s in specs],
-        positions=[bin_positions(s) for s in specs],
-        runs_numeric=True,
-        policy=FAST,
-    )
-    rounds = FAST.rounds_per_column * len(sizes)
-    first = np.sqrt(rounds / (2 * FAST.measure_share * rho))
-    assert result.events[0] == GaussianEvent(first, count=len(sizes))
-    assert result.selected

@@ -37,14 +37,16 @@ is therefore ``a rho``: the curve of a Gaussian event with multiplier
 
 Under add-remove (one record added or removed) a count vector moves by 1 in L1
 and L2, so the same noise costs half the zCDP (the relation of the AIM paper
-and of private-pgm); the number of rows is then private too, and the model's
-total is estimated from the noisy 1-way measurements (post-processing): the
-inverse-variance weighted mean of their sums.
+and of private-pgm); the number of rows is then private too: a Gaussian
+count of the rows (a one-cell count table, sensitivity 1) spends
+``AIMPolicy.count_share`` of the budget first (:func:`_count_rows`), and the
+model's total is estimated from it and the noisy 1-way measurements
+(post-processing): the inverse-variance weighted mean of their sums.
 
-Split rule (:func:`plan_one_way`, replace-one only: it reads the number of
-rows, public under that relation). Before anything is measured, a public
+Split rule (:func:`plan_one_way`). Before anything else is measured, a
 signal (rows per cell of a typical 2-way table over the noise std of 1-way
-measurements taking the whole budget) decides the 1-way marginals' share of
+measurements taking the whole budget; the rows public under replace-one,
+their noisy count under add-remove) decides the 1-way marginals' share of
 the budget: all of it below ``AIMPolicy.min_signal`` (no round runs),
 ``AIMPolicy.one_way_share`` above. With ``AIMPolicy.measured_per_sqrt``
 set (off by default), numeric columns are measured on fewer equal-width
@@ -55,11 +57,13 @@ its own levels is measured on a hierarchy of nested equal-width grids
 with a share of the column's budget, and its 1-way measurement is the
 levels' least-squares consistent estimate made non-negative
 (:func:`._measure.consistent_estimate`, after Hay, Rastogi, Miklau and
-Suciu 2010; :func:`._measure.nonnegative_estimate`). Privacy: the 1-way
-measurements are Gaussian events of count tables (a record in one cell of
-each, grouped, hierarchical or not) whose zCDP sums to exactly their
-share; the rounds run in the filter on what is left, so the run's zCDP is
-still at most ``rho``.
+Suciu 2010; :func:`._measure.nonnegative_estimate`). Under add-remove the
+levels' consistent estimate is not constrained to a total (the number of
+rows is private). Privacy: the count and the 1-way measurements are
+Gaussian events of count tables (a record in one cell of each, grouped,
+hierarchical or not) whose zCDP sums to exactly their shares; the rounds
+run in the filter on what is left, so the run's zCDP is still at most
+``rho``.
 
 Domain compression (:mod:`._compression`): after the 1-way measurements, a
 column's rare levels may be merged, or a numeric column's bins cut into runs
@@ -179,6 +183,12 @@ class AIMPolicy:
     #: this many runs of adjacent levels (None: never coarsened)
     #: (docs/benchmarks.md, "Synthetic data").
     coarse_levels: int | None = 16
+    #: Under add-remove, where the split rule sets the budget (a signal
+    #: below ``add_remove_max_signal``), about this many runs instead: the
+    #: small tables' rounds read coarser tables, with fewer cells sharing the
+    #: noise (None: never coarsened) (docs/benchmarks.md, "Synthetic data on
+    #: the panel").
+    add_remove_coarse_levels: int | None = 8
     #: Coarsened candidates only when the first rounds' noise std is at least
     #: this share of the rows: at lower noise the full tables pay for their
     #: cells (docs/benchmarks.md, "Synthetic data").
@@ -187,13 +197,31 @@ class AIMPolicy:
     #: ``sqrt(n / noise std)`` runs (at least 2): more runs where the noise is
     #: small against the rows (docs/benchmarks.md, "Synthetic data on the panel").
     runs_per_sqrt: float = 1.5
-    #: Replace-one only (the number of rows is public): below this signal, the
-    #: rows per cell of a typical 2-way table (the geometric mean over column
-    #: pairs) divided by the noise std of 1-way measurements that take the
-    #: whole budget, every bit of the budget goes to the 1-way marginals (the
-    #: rounds would measure noise); None: the split of the rounds' noise for
-    #: every table (docs/benchmarks.md, "Synthetic data on the panel").
+    #: Below this signal, the rows per cell of a typical 2-way table (the
+    #: geometric mean over column pairs; under add-remove the rows' noisy
+    #: count, see ``count_share``) divided by the noise std of 1-way
+    #: measurements that take the whole budget, every bit of the budget goes
+    #: to the 1-way marginals (the rounds would measure noise); None: the
+    #: split of the rounds' noise for every table (docs/benchmarks.md,
+    #: "Synthetic data on the panel").
     min_signal: float | None = 2.0
+    #: Add-remove only (the number of rows is private): share of the zCDP
+    #: budget spent on a noisy count of the rows, the ``n`` the split rule
+    #: reads: the rule needs only its order of magnitude; None: no rule
+    #: under add-remove (the first rounds' noise, every level measured)
+    #: (docs/benchmarks.md, "Synthetic data on the panel").
+    count_share: float | None = 0.01
+    #: Add-remove only: the rule's ``min_signal`` there, lower: on tables
+    #: between it and 2 the rounds kept the train-on-synthetic accuracy that
+    #: 1-way marginals alone lose (docs/benchmarks.md, "Synthetic data on the
+    #: panel").
+    add_remove_min_signal: float = 0.5
+    #: Add-remove only: at or above this signal the 1-way marginals take the
+    #: first rounds' noise on every level, as without the rule: there the
+    #: rounds' budget pays more than the 1-way marginals' (None: the rule's
+    #: split at any signal) (docs/benchmarks.md, "Synthetic data on the
+    #: panel").
+    add_remove_max_signal: float | None = 10.0
     #: Share of the budget the 1-way marginals take when the signal clears
     #: ``min_signal`` (their noise std ``sqrt(2)`` times that of 1-way-only
     #: measurements) (docs/benchmarks.md, "Synthetic data on the panel").
@@ -401,11 +429,15 @@ class OneWayPlan:
         return out
 
 
-def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
-    """The split of the budget between 1-way marginals and rounds (replace-one).
+def plan_one_way(
+    n_rows, rho, sizes, positions, l2_sensitivity, policy, signal_bounds=None
+):
+    """The split of the budget between 1-way marginals and rounds.
 
-    A public rule: it reads the number of rows (public under replace-one),
-    the budget, the declared levels and the bins' positions, never the data.
+    A rule on released or public values: it reads the number of rows (public
+    under replace-one; under add-remove its noisy count, see
+    :func:`_count_rows`), the budget, the declared levels and the bins'
+    positions, never the data.
     ``full`` is the noise std of 1-way measurements taking the whole budget
     (the independent-marginals baseline); the *signal* is ``n_rows / (full
     * c)``, ``c`` the geometric mean over column pairs of their cells (numeric
@@ -418,12 +450,17 @@ def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
     nested grids of :func:`._measure.bin_hierarchy` when
     ``policy.tree_coarsest`` is set and the signal is below
     ``policy.tree_max_signal``. ``policy.min_signal`` ``None``: no rule
-    (the first rounds' noise, every level measured).
+    (the first rounds' noise, every level measured). ``signal_bounds``
+    ``(low, high)`` replaces ``policy.min_signal`` by ``low``; at a signal of
+    ``high`` or more (``None``: never) the plan is that of no rule, with the
+    signal.
 
     Parameters
     ----------
-    n_rows : int
+    n_rows : float
+        The number of rows, or its noisy count.
     rho : float
+        The zCDP budget of the 1-way marginals and the rounds.
     sizes : sequence of int
     positions : sequence or None
         Per column, ``None`` or the centres of its ordered levels as fractions
@@ -431,6 +468,8 @@ def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
     l2_sensitivity : float
         L2 sensitivity of a count table.
     policy : AIMPolicy
+    signal_bounds : tuple or None, default=None
+        ``(low, high)``; ``None``: ``(policy.min_signal, None)``.
 
     Returns
     -------
@@ -438,6 +477,7 @@ def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
     """
     if policy.min_signal is None:
         return OneWayPlan()
+    low, high = (policy.min_signal, None) if signal_bounds is None else signal_bounds
     d = len(sizes)
     positions = [None] * d if positions is None else list(positions)
     full = l2_sensitivity * math.sqrt(d / (2.0 * rho))
@@ -449,7 +489,9 @@ def plan_one_way(n_rows, rho, sizes, positions, l2_sensitivity, policy):
     ]
     pairs = [levels[i] * levels[j] for i, j in itertools.combinations(range(d), 2)]
     signal = n_rows / (full * math.exp(np.mean(np.log(pairs)))) if pairs else 0.0
-    share = 1.0 if signal < policy.min_signal else policy.one_way_share
+    if high is not None and signal >= high:
+        return OneWayPlan(signal=signal)
+    share = 1.0 if signal < low else policy.one_way_share
     std = l2_sensitivity * math.sqrt(d / (2.0 * share * rho))
     groups = tuple(
         _measured_bins(pos, n_rows, std, policy, policy.measured_per_sqrt)
@@ -746,7 +788,9 @@ def fit_aim(
         Workers for counting the candidate marginals.
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
         Sets the sensitivities; under ``"add-remove"`` the number of rows is
-        not used, only its estimate from the noisy 1-way marginals.
+        read once, for a Gaussian count (``policy.count_share`` of ``rho``);
+        the split rule reads that count, the model's total its estimate from
+        the count and the noisy 1-way marginals.
     compress : bool or "auto", default=False
         Merge each column's levels whose noisy 1-way count is below
         ``policy.compress_below`` noise standard deviations (domain
@@ -766,9 +810,9 @@ def fit_aim(
         sqrt(n_rows / std)`` of them (at least 2).
     positions : sequence or None, default=None
         Per column, ``None`` or the centres of its ordered levels as fractions
-        of its declared range (public): with ``runs_numeric`` under
-        replace-one, the split rule may measure the column in fewer
-        equal-width bins (:func:`plan_one_way`).
+        of its declared range (public): with ``runs_numeric``, the split rule
+        reads them and may measure the column in fewer equal-width bins, or
+        on a hierarchy of them (:func:`plan_one_way`).
     policy : AIMPolicy or None, default=None
         The tuning (``None``: the defaults).
 
@@ -783,39 +827,49 @@ def fit_aim(
     ordered = [0] * n_columns if ordered is None else [int(k) for k in ordered]
     sensitivity = count_sensitivity(neighbouring)
     candidates = _Candidates.of(n_columns, workload, sensitivity.l1)
+    rows = _count_rows(counts, rho, neighbouring, sensitivity.l2, policy, rng)
+    bounds = (policy.min_signal, None)
+    if neighbouring == "add-remove":
+        bounds = (policy.add_remove_min_signal, policy.add_remove_max_signal)
     plan = OneWayPlan()
-    if neighbouring == "replace-one":
+    if rows is not None:
         plan = plan_one_way(
-            counts.n_rows,
-            rho,
+            rows.planned,
+            rho - rows.rho,
             sizes,
             positions if runs_numeric else None,
             sensitivity.l2,
             policy,
+            bounds,
         )
     budget = _Budget(
-        rho, policy.rounds_per_column * n_columns, policy.measure_share, plan.share
+        rho - (0.0 if rows is None else rows.rho),
+        policy.rounds_per_column * n_columns,
+        policy.measure_share,
+        plan.share,
     )
-    if plan.share is not None:
-        logger.info(
-            "signal %.3g (min %.3g): share %.3g of the zCDP budget to the 1-way "
-            "marginals%s",
-            plan.signal,
-            policy.min_signal,
-            plan.share,
-            " (all of it: the model is their product)" if plan.share >= 1 else "",
-        )
+    _log_plan(plan, bounds, rows)
     # 1. Every 1-way marginal (a grouped column on its measured bins, a
     # hierarchical one on its levels, made consistent).
     std = sensitivity.l2 * budget.one_way_z(n_columns)
     grouped = plan.compressions(sizes)
+    public_rows = counts.n_rows if neighbouring == "replace-one" else None
     one_way = _measure_one_way(
-        counts, std, rng, grouped, plan.hierarchies, policy.tree_nonnegative
+        counts,
+        std,
+        rng,
+        grouped,
+        plan.hierarchies,
+        policy.tree_nonnegative,
+        public_rows,
     )
     first_events = budget.spend_one_way(plan.level_shares(n_columns))
-    n_rows = counts.n_rows
-    if neighbouring == "add-remove":
-        n_rows = estimate_total(one_way)
+    if rows is not None:
+        first_events = rows.events + first_events
+    if public_rows is not None:
+        n_rows = public_rows
+    else:
+        n_rows = estimate_total(one_way, None if rows is None else rows.measured)
     # 2. The model's levels, then its first fit (post-processing).
     compression = _compressions(
         one_way, std, n_rows, ordered, compress, runs_numeric, policy, grouped
@@ -830,7 +884,12 @@ def fit_aim(
             candidates.sets,
             compression,
             ordered,
-            _coarse_target(sensitivity.l2 * budget.z, n_rows, policy),
+            _coarse_target(
+                sensitivity.l2 * budget.z,
+                n_rows,
+                policy,
+                neighbouring == "add-remove" and plan.share is not None,
+            ),
         ),
         sensitivity.l2,
         max_cells,
@@ -846,12 +905,88 @@ def fit_aim(
         state.measurements,
         state.selected,
         state.events,
-        budget.used,
+        budget.used + (0.0 if rows is None else rows.rho),
         float(n_rows),
     )
 
 
-def _measure_one_way(counts, std, rng, grouped, hierarchies=(), nonnegative=False):
+@dataclass(frozen=True)
+class _RowCount:
+    """The number of rows the split rule reads, and what reading it cost.
+
+    Attributes
+    ----------
+    planned : float
+        The number of rows (replace-one: public), or its noisy count, at
+        least 1 (add-remove).
+    measured : Measurement or None
+        Add-remove: the noisy count as a measurement of one cell (the model's
+        total uses it too, :func:`estimate_total`); replace-one: None.
+    events : list
+        The count's Gaussian event (none under replace-one).
+    rho : float
+        zCDP spent on the count.
+    """
+
+    planned: float
+    measured: Measurement | None = None
+    events: list = field(default_factory=list)
+    rho: float = 0.0
+
+
+def _count_rows(counts, rho, neighbouring, l2_sensitivity, policy, rng):
+    """The :class:`_RowCount` of the split rule, or None (no rule).
+
+    Replace-one: the number of rows, public and free. Add-remove: the number
+    of rows is private; a Gaussian count (a record moves it by the L2
+    sensitivity of a count table, one cell) spends ``policy.count_share`` of
+    ``rho``. None when ``policy.min_signal`` is None, or under add-remove
+    when ``policy.count_share`` is None.
+    """
+    if policy.min_signal is None:
+        return None
+    if neighbouring == "replace-one":
+        return _RowCount(float(counts.n_rows))
+    if policy.count_share is None:
+        return None
+    spent = policy.count_share * rho
+    z = math.sqrt(1.0 / (2.0 * spent))
+    std = l2_sensitivity * z
+    noisy = counts.n_rows + std * rng.standard_normal()
+    measured = Measurement((), np.array([noisy]), std)
+    return _RowCount(max(1.0, noisy), measured, [GaussianEvent(z)], spent)
+
+
+def _log_plan(plan, bounds, rows):
+    """Log the split: released or public values only (the noisy count)."""
+    if rows is not None and rows.measured is not None:
+        logger.info(
+            "noisy count of the rows %.1f (noise std %.3g), %.3g of the zCDP budget",
+            float(rows.measured.y[0]),
+            rows.measured.std,
+            rows.rho,
+        )
+    if plan.share is not None:
+        logger.info(
+            "signal %.3g (min %.3g): share %.3g of the zCDP budget to the 1-way "
+            "marginals%s",
+            plan.signal,
+            bounds[0],
+            plan.share,
+            " (all of it: the model is their product)" if plan.share >= 1 else "",
+        )
+    elif plan.signal is not None:
+        logger.info(
+            "signal %.3g (at least %.3g): the 1-way marginals take the first "
+            "rounds' noise",
+            plan.signal,
+            bounds[1],
+        )
+
+
+def _measure_one_way(
+    counts, std, rng, grouped, hierarchies=(), nonnegative=False, total=None
+):
     """Every 1-way count vector plus Gaussian noise of std ``std``.
 
     A column with a :class:`~._compression.Compression` in ``grouped`` is
@@ -861,10 +996,11 @@ def _measure_one_way(counts, std, rng, grouped, hierarchies=(), nonnegative=Fals
     :class:`~._measure.BinHierarchy` in ``hierarchies`` is measured on each
     of its levels (std ``std / sqrt(share)``, a record in one cell of each)
     and its measurement is the consistent estimate of its levels' counts
-    (:func:`._measure.consistent_estimate`, summing to the number of rows,
-    public under replace-one), with the estimate's noise covariance; with
-    ``nonnegative``, that estimate made non-negative
-    (:func:`._measure.nonnegative_estimate`).
+    (:func:`._measure.consistent_estimate`, summing to ``total``, the number
+    of rows where it is public, else unconstrained), with the estimate's
+    noise covariance; with ``nonnegative``, that estimate made non-negative
+    (:func:`._measure.nonnegative_estimate`, keeping ``total``, or the
+    estimate's own sum, at least 0).
     """
     out = []
     for j in range(counts.n_columns):
@@ -872,7 +1008,7 @@ def _measure_one_way(counts, std, rng, grouped, hierarchies=(), nonnegative=Fals
         if hierarchies and hierarchies[j] is not None:
             out.append(
                 _measure_hierarchy(
-                    j, table, hierarchies[j], std, rng, counts, nonnegative
+                    j, table, hierarchies[j], std, rng, total, nonnegative
                 )
             )
             continue
@@ -886,15 +1022,19 @@ def _measure_one_way(counts, std, rng, grouped, hierarchies=(), nonnegative=Fals
     return out
 
 
-def _measure_hierarchy(column, table, hierarchy, std, rng, counts, nonnegative):
-    """The consistent 1-way :class:`Measurement` of a hierarchical column."""
+def _measure_hierarchy(column, table, hierarchy, std, rng, total, nonnegative):
+    """The consistent 1-way :class:`Measurement` of a hierarchical column.
+
+    ``total``: the number of rows where it is public, else None.
+    """
     stds = [std / math.sqrt(w) for w in hierarchy.shares]
     noisy = measure_hierarchy(table, hierarchy, stds, rng)
     estimate, covariance = consistent_estimate(
-        hierarchy, noisy, stds, float(counts.n_rows)
+        hierarchy, noisy, stds, None if total is None else float(total)
     )
     if nonnegative:
-        estimate = nonnegative_estimate(hierarchy, estimate, counts.n_rows)
+        kept = max(0.0, float(estimate.sum())) if total is None else total
+        estimate = nonnegative_estimate(hierarchy, estimate, kept)
     spread = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     return Measurement((column,), estimate, spread, covariance=covariance)
 
@@ -951,9 +1091,17 @@ def _start(counts, sizes, one_way, compression, candidates, n_rows, n_jobs):
     return _Rounds(tables, sizes, n_rows, measurements, measured, tree=tree)
 
 
-def _coarse_target(std, n_rows, policy):
-    """Runs per coarsened column, or None below the noise gate (a public rule)."""
-    return policy.coarse_levels if std >= policy.coarse_min_std * n_rows else None
+def _coarse_target(std, n_rows, policy, add_remove_split=False):
+    """Runs per coarsened column, or None below the noise gate (a public rule).
+
+    ``policy.coarse_levels``, or ``policy.add_remove_coarse_levels`` where
+    the split rule set the budget under add-remove (``add_remove_split``);
+    ``n_rows`` is public or the released estimate.
+    """
+    levels = policy.coarse_levels
+    if add_remove_split:
+        levels = policy.add_remove_coarse_levels
+    return levels if std >= policy.coarse_min_std * n_rows else None
 
 
 def _play_round(state, budget, setup, rng):
@@ -1022,12 +1170,15 @@ def _log_round(state, budget, names, groups, noisy_error, change):
     )
 
 
-def estimate_total(measurements):
+def estimate_total(measurements, count=None):
     """Inverse-variance weighted mean of the sums of noisy count vectors.
 
     The sum of a measurement of ``m`` cells with noise std ``s`` has variance
-    ``m s^2``. Post-processing; at least 1.
+    ``m s^2``; ``count``, a noisy count of the rows (a measurement of one
+    cell), is one more. Post-processing; at least 1.
     """
+    if count is not None:
+        measurements = [*measurements, count]
     sums = np.array([m.y.sum() for m in measurements])
     variances = np.array(
         [np.sum(np.broadcast_to(np.square(m.std), m.y.shape)) for m in measurements]

@@ -171,8 +171,10 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         ``method="aim"`` and a declared domain for every column
         (``infer_domain=None``); a count table then moves by 1 instead of
         ``sqrt(2)``, so the same epsilon buys half the noise variance, and the
-        number of rows becomes private: the model's total and the default
-        size of :meth:`sample` are estimated from the noisy 1-way marginals.
+        number of rows becomes private: a Gaussian count of the rows (1% of
+        the zCDP budget) feeds the budget split (see Notes), and the model's
+        total and the default size of :meth:`sample` are estimated from that
+        count and the noisy 1-way marginals.
         It also needs an explicit ``delta``: the default ``min(1e-5, n **
         -1.1)`` depends on the number of rows, so ``fit`` refuses
         ``delta=None``.
@@ -243,7 +245,8 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
     ``sqrt(2)`` in L2 and 2 in L1. With ``neighbouring="add-remove"`` (one row
     added or removed) it is 1 in both, the scores' sensitivity is
     ``max weight``, and the number of rows is private: the model's total is the
-    inverse-variance weighted mean of the sums of the noisy 1-way marginals.
+    inverse-variance weighted mean of a noisy count of the rows and the sums
+    of the noisy 1-way marginals.
 
     ``method="aim"`` (McKenna, Mullins, Sheldon and Miklau 2022, Algorithm 1):
     the budget is a zCDP level ``rho`` (that of a Gaussian of multiplier
@@ -256,7 +259,11 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
     budget and no round runs (the model is their product: the noisy
     independent marginals); above it they take half and the rounds the rest
     (docs/benchmarks.md, "Synthetic data on the panel"). Under add-remove,
-    ``n`` is private and the 1-way marginals take the first rounds' noise.
+    ``n`` is private: a Gaussian count of the rows (sensitivity 1) spends 1%
+    of the budget first and the rule reads it instead of ``n``, with its own
+    thresholds: below 0.5 the 1-way marginals take the rest of the budget,
+    from 0.5 to 10 half of it, and at 10 or more the first rounds' noise (as
+    without the rule) (docs/benchmarks.md, "Synthetic data on the panel").
     Then each round draws one candidate marginal by the exponential
     mechanism (bounded range, ``eps^2 / 8``-zCDP; score: its workload-weighted
     L1 error minus the noise's expected L1 norm, sensitivity
