@@ -34,8 +34,10 @@ class Neighbouring(enum.StrEnum):
     def hops(self):
         """Add/remove steps between two neighbours: 2 under replace-one, else 1.
 
-        Replacing a record is removing it, then adding another; the tight
-        accountants chain the two hops through the data set without it.
+        Replacing a record is removing it, then adding another; where no
+        replace-one pair applies (random allocation, Poisson steps past the
+        pair's shape condition) the tight accountants chain the two hops
+        through the data set without it.
         """
         return 2 if self is Neighbouring.REPLACE_ONE else 1
 
