@@ -1,6 +1,7 @@
 """The ``skdp`` command line: ``skdp account`` and ``skdp demo``."""
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -323,12 +324,19 @@ def build_parser():
     return parser
 
 
+def _show_warning(command, message, category, filename, lineno, file=None, line=None):
+    """A warning as a command-line message: its kind and text, no source line."""
+    stream = sys.stderr if file is None else file
+    print(f"skdp {command}: {category.__name__}: {message}", file=stream)
+
+
 def main(argv=None):
     """Entry point of the ``skdp`` console script."""
     args = build_parser().parse_args(argv)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
+            warnings.showwarning = functools.partial(_show_warning, args.command)
             return args.func(args)
     except ValueError as exc:
         print(f"skdp {args.command}: error: {exc}", file=sys.stderr)

@@ -184,6 +184,22 @@ def test_unknown_category_policies():
     assert other.get_feature_names_out().tolist() == ["c_a", "c_b", "c_other"]
 
 
+def test_categories_declared_with_another_type_are_named():
+    # A new user declared ["0", "1"] for a column of integers: the message
+    # read as if 1 and 0 were declared.
+    schema = TableSchema({"nonwhite": ["0", "1"]})
+    frame = pd.DataFrame({"nonwhite": [1, 0, 1]})
+    with pytest.raises(ValueError) as error:
+        SchemaEncoder(schema).fit(frame).transform(frame)
+    message = str(error.value)
+    assert "declared: ['0', '1']" in message
+    assert "int values" in message and "declared as str" in message
+    plain = TableSchema({"c": ["a", "b"]})
+    with pytest.raises(ValueError) as error:
+        SchemaEncoder(plain).fit_transform(pd.DataFrame({"c": ["z"]}))
+    assert "declared as" not in str(error.value)
+
+
 def test_clear_errors_name_the_column():
     schema = TableSchema({"age": (0, 100), "sex": ["F", "M"]})
     encoder = SchemaEncoder(schema)

@@ -161,3 +161,30 @@ def test_synth_add_remove_reports_its_relation_and_estimated_size(files, capsys)
     assert abs(len(rows) - 1 - 300) < 60
     assert main([*args[:4], "--neighbouring", "add-remove", "--method", "tree"]) == 2
     assert "add-remove" in capsys.readouterr().err
+
+
+def test_synth_names_a_written_index_as_the_likely_unnamed_column(files, capsys):
+    # A new user's CSV from DataFrame.to_csv() kept its index: a column ''.
+    data, domain, tmp = files
+    indexed = tmp / "indexed.csv"
+    lines = data.read_text().splitlines()
+    rows = [f",{lines[0]}"] + [f"{i},{line}" for i, line in enumerate(lines[1:])]
+    indexed.write_text("\n".join(rows) + "\n")
+    assert main(["synth", str(indexed), "--domain", str(domain)]) == 2
+    err = capsys.readouterr().err
+    assert "index=False" in err and "--infer-domain" not in err
+
+
+def test_synth_prints_warnings_as_messages(files, capsys):
+    # A bound much narrower than the data: DomainWarning, shown without the
+    # Python source line it came from.
+    data, domain, tmp = files
+    domain.write_text(
+        json.dumps({"age": {"low": 18, "high": 30}, "colour": ["red", "green", "blue"]})
+    )
+    out = tmp / "out.csv"
+    args = ["synth", str(data), "--domain", str(domain), "-o", str(out)]
+    assert main([*args, "--epsilon", "2", "--random-state", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "skdp synth: DomainWarning: " in err
+    assert "sys.exit" not in err and ".py:" not in err

@@ -180,6 +180,31 @@ def _range_hint(spec):
     )
 
 
+def _shown_categories(spec):
+    """The declared categories, the first few, for an error message."""
+    shown = list(spec.categories[:_SHOWN_VALUES])
+    more = len(spec.categories) - len(shown)
+    return f"{shown!r}" + (f" and {more} more" if more > 0 else "")
+
+
+def _type_hint(spec, values):
+    """A hint when undeclared values match declared ones as text only.
+
+    ``["0", "1"]`` declared for a column of integers (or the reverse) reads
+    as the same values in a message, so the types are named.
+    """
+    declared = {str(c): c for c in spec.categories}
+    for value in values:
+        twin = declared.get(str(value))
+        if twin is not None and type(twin) is not type(value):
+            return (
+                f" The column holds {type(value).__name__} values and the "
+                f"categories are declared as {type(twin).__name__} "
+                f"({twin!r} is not {value!r}): declare them with the column's type."
+            )
+    return ""
+
+
 def _category_codes(column, categories):
     """Index of each value in ``categories``; -1 if unknown, -2 if missing."""
     index = {category: i for i, category in enumerate(categories)}
@@ -458,8 +483,9 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
             shown = list(dict.fromkeys(values.tolist()))[:_SHOWN_VALUES]
             raise ValueError(
                 f"Column {name!r} holds values that are not declared categories "
-                f"(e.g. {shown!r}); declare them in the schema, or use "
-                f"handle_unknown='ignore' or 'other'.{_range_hint(spec)}"
+                f"(e.g. {shown!r}; declared: {_shown_categories(spec)}); declare "
+                f"them in the schema, or use handle_unknown='ignore' or "
+                f"'other'.{_range_hint(spec)}{_type_hint(spec, shown)}"
             )
         width = len(spec.categories) + int(self.handle_unknown == "other")
         out = np.zeros((codes.size, width))

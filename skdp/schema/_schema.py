@@ -215,8 +215,9 @@ class TableSchema:
         The public label classes. ``None`` with a ``target`` declared as
         categorical in ``columns``: its categories.
     sensitive : hashable or None, default=None
-        The column holding the sensitive groups (a declared categorical
-        column); it stays a feature unless left out of ``columns``.
+        The column holding the sensitive groups; it must be a declared
+        categorical column, so it is also a feature of the encoded rows
+        (docs/guide/schema.md says how to fit without it as a feature).
 
     Attributes
     ----------

@@ -61,6 +61,11 @@ def read_domain(path, header, *, infer=False, can_infer=True, typed=()):
                 if can_infer
                 else " (--infer-domain is not available on partitioned input)"
             )
+            if _looks_like_an_index(name):
+                hint = (
+                    "; an unnamed column is often the row index a DataFrame "
+                    "wrote (write the CSV with index=False, or drop the column)"
+                )
             raise ValueError(
                 f"Column {name!r} has no domain; declare its categories or its "
                 "range in the domain file (it is public, never read from the "
@@ -70,6 +75,12 @@ def read_domain(path, header, *, infer=False, can_infer=True, typed=()):
         if isinstance(domain[name], (tuple, Numeric)):
             numeric.add(name)
     return domain, numeric
+
+
+def _looks_like_an_index(name):
+    """Whether a CSV column name is what pandas writes for an unnamed index."""
+    name = str(name).strip()
+    return name == "" or name.startswith("Unnamed:")
 
 
 def _check_declared_names(raw, header):
