@@ -22,6 +22,7 @@ from .exceptions import (
     UndeclaredBoundWarning,
     UnscaledFeaturesWarning,
     WeakDeltaWarning,
+    WideBoundsWarning,
 )
 from .fairness import DPSaddlePointClassifier
 from .linear_model import DPLogisticRegression
@@ -40,6 +41,7 @@ __all__ = [
     "TableSchema",
     "UndeclaredBoundWarning",
     "UnscaledFeaturesWarning",
+    "WideBoundsWarning",
     "WeakDeltaWarning",
     "__version__",
     "accounting",

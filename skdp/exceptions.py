@@ -6,6 +6,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "UndeclaredBoundWarning",
     "UnscaledFeaturesWarning",
+    "WideBoundsWarning",
     "WeakDeltaWarning",
 ]
 
@@ -58,6 +59,18 @@ class ClippedValuesWarning(UserWarning):
     share of a column was usually declared in other units (a fraction for a
     percentage, thousands for units), and the column then carries little
     information. Said to whoever runs the transform; never released.
+    """
+
+
+class WideBoundsWarning(UserWarning):
+    """A numeric column's values fill a small part of its declared bounds.
+
+    Nothing is clipped, but the column is encoded (and its noise set) for
+    the whole declared range: bounds many times wider than the data, often
+    declared in other units (dollars for hundreds of dollars), make the
+    column nearly constant for the model and spread a synthetic column over
+    values the data never take. Said to whoever runs the transform or the
+    fit; never released.
     """
 
 

@@ -200,6 +200,27 @@ def test_categories_declared_with_another_type_are_named():
     assert "declared as" not in str(error.value)
 
 
+def test_a_label_declared_as_a_feature_is_refused():
+    # A new user reused a schema declaring the label among the features and
+    # fitted on the whole frame: accuracy 1.0, no warning.
+    from skdp.linear_model import DPLogisticRegression
+    from skdp.pipeline import make_private_pipeline
+
+    frame = pd.DataFrame({"age": [20, 30, 40, 50], "owned": [0, 1, 0, 1]})
+    schema = TableSchema({"age": (0, 100), "owned": [0, 1]}, classes=[0, 1])
+    encoder = SchemaEncoder(schema)
+    with pytest.raises(ValueError, match=r"named 'owned'.*target='owned'"):
+        encoder.fit(frame, frame["owned"])
+    assert not hasattr(encoder, "schema_")
+    pipeline = make_private_pipeline(schema, DPLogisticRegression(epsilon=1.0))
+    with pytest.raises(ValueError, match="read its own label"):
+        pipeline.fit(frame, frame["owned"])
+    # Declared as the target, the same frame fits; an unnamed y is not read.
+    declared = TableSchema({"age": (0, 100), "owned": [0, 1]}, target="owned")
+    SchemaEncoder(declared).fit(frame, frame["owned"])
+    encoder.fit(frame, frame["owned"].to_numpy())
+
+
 def test_clear_errors_name_the_column():
     schema = TableSchema({"age": (0, 100), "sex": ["F", "M"]})
     encoder = SchemaEncoder(schema)
@@ -325,3 +346,34 @@ def test_a_bound_in_other_units_warns_naming_the_column():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         encoder.transform(frame[["age", "c"]].assign(share=0.5))
+
+
+def test_bounds_much_wider_than_the_values_are_named():
+    # A new user declared income in dollars for data in hundreds of dollars:
+    # nothing clipped, the column nearly constant, and no warning.
+    from skdp.exceptions import WideBoundsWarning
+    from skdp.synthetic import DPSyntheticData
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "income": rng.gamma(2.0, 150.0, size=400),
+            "gains": np.where(rng.random(400) < 0.95, 0.0, rng.uniform(0, 9e4, 400)),
+            "age": rng.integers(20, 60, size=400),
+        }
+    )
+    wide = {"income": (0, 250_000), "gains": (0, 100_000), "age": (18, 65)}
+    with pytest.warns(WideBoundsWarning, match=r"'income': values span 0\.\d% of"):
+        SchemaEncoder(TableSchema(wide)).fit_transform(frame)
+    domain = {"income": (0.0, 250_000.0), "gains": (0.0, 1e5), "age": (18, 65)}
+    with pytest.warns(WideBoundsWarning, match="'income'") as caught:
+        DPSyntheticData(epsilon=1.0, domain=domain, random_state=0).fit(frame)
+    # A zero-inflated column with a spread tail, a few rows or one value: no
+    # call.
+    assert all("'gains'" not in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WideBoundsWarning)
+        SchemaEncoder(TableSchema({**wide, "income": (0, 2_500)})).fit_transform(frame)
+        SchemaEncoder(TableSchema(wide)).fit_transform(frame.head(50))
+        constant = frame.assign(income=300.0)
+        SchemaEncoder(TableSchema(wide)).fit_transform(constant)

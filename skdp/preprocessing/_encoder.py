@@ -12,7 +12,12 @@ from sklearn.utils.validation import check_is_fitted
 from ..exceptions import ClippedValuesWarning
 from ..schema import Categorical, Numeric, TableSchema
 from ..utils._sklearn import StrOptions, fit_context
-from ..utils._validation import CLIPPED_SHARE_WARNED, user_stacklevel
+from ..utils._validation import (
+    CLIPPED_SHARE_WARNED,
+    span_share,
+    user_stacklevel,
+    warn_wide_bounds,
+)
 
 __all__ = ["SchemaEncoder"]
 
@@ -178,6 +183,30 @@ def _range_hint(spec):
         f" A list declares categories; if this column is numeric in the range "
         f"{values[0]!r} to {values[1]!r}, declare the tuple {tuple(values)!r}."
     )
+
+
+def _check_label_not_a_feature(schema, y):
+    """Refuse a label Series named like a declared feature.
+
+    Fitting on a whole frame with the label declared among the features
+    gives a model that reads its own label (a new user saw accuracy 1.0
+    and no warning); ``target=`` keeps it out.
+    """
+    name = getattr(y, "name", None)
+    if name is None or not _is_frame_like_series(y):
+        return
+    if name in schema.features:
+        raise ValueError(
+            f"The label y is named {name!r}, which the schema declares as a "
+            f"feature: the model would read its own label. Declare "
+            f"TableSchema(..., target={name!r}) (the column is then not a "
+            "feature), or leave it out of the declared columns."
+        )
+
+
+def _is_frame_like_series(y):
+    """Whether ``y`` is a pandas Series (by duck type: pandas is optional)."""
+    return hasattr(y, "name") and hasattr(y, "to_numpy") and getattr(y, "ndim", 0) == 1
 
 
 def _shown_categories(spec):
@@ -363,7 +392,9 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
             A DataFrame must hold every declared feature (by name); an array
             must have one column per feature, in declaration order. ``None``:
             nothing to check.
-        y : ignored
+        y : array-like or None, default=None
+            Only its name is read (a pandas Series's): a label named like a
+            declared feature is refused.
 
         Returns
         -------
@@ -372,12 +403,14 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            A declared feature is absent from ``X``; or two output columns
+            A declared feature is absent from ``X``; two output columns
             would share a name (see :meth:`get_feature_names_out`), the
-            message naming the columns that give it.
+            message naming the columns that give it; or ``y`` is a Series
+            named like a declared feature (the label would be a feature).
         """
         schema = _as_schema(self.schema)
         _check_unique_names(self._outputs(schema))
+        _check_label_not_a_feature(schema, y)
         if X is not None:
             self._check_layout(schema, X)
         self.schema_ = schema
@@ -431,21 +464,35 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         columns = self._columns(X)
-        clipped = {}
+        clipped, spans = {}, {}
         blocks = [
-            self._encode(name, spec, binned, column, clipped)
+            self._encode(name, spec, binned, column, clipped, spans)
             for (name, spec, binned), column in zip(
                 self._blocks(self.schema_), columns, strict=True
             )
         ]
         _warn_clipped(clipped, self.schema_)
+        warn_wide_bounds(
+            {
+                name: (
+                    share,
+                    self.schema_.columns[name].low,
+                    self.schema_.columns[name].high,
+                )
+                for name, share in spans.items()
+            }
+        )
         n_rows = len(columns[0]) if columns else 0
         if not blocks:
             return np.zeros((n_rows, 0))
         return np.hstack(blocks)
 
-    def _encode(self, name, spec, binned, column, clipped):
-        """One column's output block (a numeric one's clipped share to ``clipped``)."""
+    def _encode(self, name, spec, binned, column, clipped, spans):
+        """One column's output block.
+
+        A numeric column's share of values beyond its bounds goes to
+        ``clipped``, the share of its range they span to ``spans``.
+        """
         if isinstance(spec, Numeric):
             values = _numeric_values(name, column)
             missing = np.isnan(values)
@@ -463,6 +510,7 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
             if present.size:
                 beyond = np.count_nonzero((present < low) | (present > high))
                 clipped[name] = beyond / present.size
+                spans[name] = span_share(present, low, high)
             values = np.clip(np.where(missing, low, values), low, high)
             if binned:
                 edges = _bin_edges(spec)

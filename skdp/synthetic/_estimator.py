@@ -18,7 +18,12 @@ from ..accounting import account
 from ..schema import TableSchema
 from ..schema._schema import did_you_mean
 from ..utils._sklearn import Interval, StrOptions, fit_context
-from ..utils._validation import check_add_remove_delta, user_stacklevel
+from ..utils._validation import (
+    check_add_remove_delta,
+    span_share,
+    user_stacklevel,
+    warn_wide_bounds,
+)
 from ._dask import (
     PartitionCounts,
     count_on_dask,
@@ -550,6 +555,7 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
                 report=report,
             )
             _warn_domain(report, plan)
+            warn_wide_bounds(_numeric_spans(data.columns, plan.specs))
             return CodesCounts(codes, sizes)
         counted = data.counted
         _warn_domain(counted.report, plan)
@@ -650,6 +656,25 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.requires_fit = True
         return tags
+
+
+def _numeric_spans(columns, specs):
+    """Column key -> (share of its range its present values span, low, high).
+
+    Numeric columns only (see :func:`~skdp.utils._validation.span_share`);
+    a column holding anything but numbers and missing values is not judged.
+    """
+    spans = {}
+    for (key, values, _), spec in zip(columns, specs, strict=True):
+        if spec.categories is not None:
+            continue
+        try:
+            numeric = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            continue
+        numeric = numeric[np.isfinite(numeric)]
+        spans[key] = (span_share(numeric, spec.low, spec.high), spec.low, spec.high)
+    return spans
 
 
 def _warn_domain(report, plan):

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 from sklearn.preprocessing import LabelEncoder
 
-from ..exceptions import PrivacyLeakWarning, WeakDeltaWarning
+from ..exceptions import PrivacyLeakWarning, WeakDeltaWarning, WideBoundsWarning
 
 __all__ = [
     "MAGNITUDE_LIMIT",
@@ -62,6 +62,56 @@ def check_delta_against_rows(delta, n_samples):
 #: warning calls out: clipping a few outliers is what a bound is for; a
 #: twentieth is rarely meant (a bound in other units).
 CLIPPED_SHARE_WARNED = 0.05
+
+#: A numeric column whose present values span less than this share of its
+#: declared range is called out (a range many times the data's, often
+#: declared in other units), once it has at least ``WIDE_BOUNDS_MIN_ROWS``
+#: present values of two or more distinct values: a small sample or a
+#: constant column says little about the range.
+WIDE_BOUNDS_SPAN_WARNED = 0.05
+WIDE_BOUNDS_MIN_ROWS = 100
+
+
+def span_share(values, low, high):
+    """Share of ``(low, high)`` the present values span, or None if unjudged.
+
+    None below ``WIDE_BOUNDS_MIN_ROWS`` values or for a constant column.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.size < WIDE_BOUNDS_MIN_ROWS:
+        return None
+    lo, hi = float(np.min(values)), float(np.max(values))
+    share = (min(hi, high) - max(lo, low)) / (high - low)
+    return share if hi > lo and share > 0 else None
+
+
+def warn_wide_bounds(spans):
+    """One :class:`~skdp.exceptions.WideBoundsWarning` for the narrow columns.
+
+    ``spans``: column -> ``(share, low, high)``, the share of the declared
+    ``(low, high)`` its present values span (None: not judged, see
+    :func:`span_share`); columns below ``WIDE_BOUNDS_SPAN_WARNED`` are named.
+    """
+    narrow = {
+        name: (share, low, high)
+        for name, (share, low, high) in spans.items()
+        if share is not None and share < WIDE_BOUNDS_SPAN_WARNED
+    }
+    if not narrow:
+        return
+    details = "; ".join(
+        f"{name!r}: values span {share:.1%} of ({low:g}, {high:g})"
+        for name, (share, low, high) in narrow.items()
+    )
+    warnings.warn(
+        f"Declared bounds much wider than the values: {details}. Such a "
+        "column is nearly constant to a model, and synthetic values spread "
+        "over the whole range; a bound this wide was often declared in other "
+        "units (dollars for thousands of dollars): a narrower public range "
+        "fits better.",
+        WideBoundsWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 def user_stacklevel():
