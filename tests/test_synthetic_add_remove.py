@@ -62,17 +62,21 @@ def test_a_tiny_signal_spends_everything_on_a_count_and_the_one_way_marginals():
     assert result.rho_used <= rho * (1 + 1e-12)
 
 
+def _fit_after_count(n_rows, rho):
+    """A fit that ran rounds after its count; (result, columns, rho left)."""
+    codes, specs = _codes(n_rows)
+    result = _fit(codes, specs, rho)
+    assert any(len(s) == 2 for s in result.selected)
+    assert result.events[0] == GaussianEvent(_count_multiplier(rho))
+    return result, codes.shape[1], (1.0 - FAST.count_share) * rho
+
+
 def test_a_small_table_measures_one_way_hierarchies_with_half_the_budget():
     """Signal in the band: the 1-way marginals take ``one_way_share`` of what
     the count leaves, numeric columns on their hierarchy; the rounds the
     rest. (Without the rule: every level once, at the first rounds' noise.)"""
-    codes, specs = _codes(400)
     rho = 0.05
-    result = _fit(codes, specs, rho)
-    assert any(len(s) == 2 for s in result.selected)
-    assert result.events[0] == GaussianEvent(_count_multiplier(rho))
-    d = codes.shape[1]
-    left = (1.0 - FAST.count_share) * rho
+    result, d, left = _fit_after_count(400, rho)
     one_way = [e for e in result.events[1:] if isinstance(e, GaussianEvent)]
     one_way = one_way[: len(one_way) - len(result.selected)]
     # Two categorical columns on their levels at the 1-way noise, three
@@ -88,13 +92,8 @@ def test_a_small_table_measures_one_way_hierarchies_with_half_the_budget():
 def test_a_large_signal_keeps_the_first_rounds_noise_after_the_count():
     """Signal at or above ``add_remove_max_signal``: after the count, the
     1-way marginals take the first rounds' noise on every level."""
-    codes, specs = _codes(8000)
     rho = 2.0
-    result = _fit(codes, specs, rho)
-    assert any(len(s) == 2 for s in result.selected)
-    assert result.events[0] == GaussianEvent(_count_multiplier(rho))
-    d = codes.shape[1]
-    left = (1.0 - FAST.count_share) * rho
+    result, d, left = _fit_after_count(8000, rho)
     rounds = FAST.rounds_per_column * d
     first = math.sqrt(rounds / (2.0 * FAST.measure_share * left))
     assert result.events[1] == GaussianEvent(first, count=d)
