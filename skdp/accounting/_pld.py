@@ -296,22 +296,20 @@ class PLDComposition:
         bound (the direct pair or the chain).
         """
         steps = _lattice.merged(self.steps)
-        replace_one = self.relation is Neighbouring.REPLACE_ONE
-        direct = not replace_one or all(
-            replace_pair_is_direct(q, z) for q, z, _ in steps
-        )
-        if self.cyclic or (not direct and self.relation_mu2 > 0):
+        directions = _directions(self.relation, steps)
+        chained = directions is None
+        if self.cyclic or (chained and self.relation_mu2 > 0):
             return None
         if reference is None or not math.isfinite(reference) or reference <= 0:
             return None
-        # A sum moves by the relation's sum factor in the direct pair's units,
-        # by one per-record bound in each hop of the chain.
-        factor = self.relation.sum_factor if direct else 1.0
+        # A sum moves by the relation's sum factor in the lattice pair's
+        # units, by one per-record bound in each hop of the chain.
+        factor = 1.0 if chained else self.relation.sum_factor
         gauss_mu2 = self.relation_mu2 + factor**2 * self.record_mu2
         # The Rényi epsilon can be several times the tight one (tiny delta,
         # many steps): plan the lattice for the smaller of it and a multiple
         # of a central-limit estimate (any plan gives a valid bound).
-        direction = "replace" if replace_one and direct else "remove"
+        direction = "remove" if chained else directions[0]
         guess = _clt_epsilon(steps, gauss_mu2, delta, direction)
         planned = min(
             reference, max(policy.clt_factor * guess, policy.min_planned_epsilon)
@@ -321,8 +319,12 @@ class PLDComposition:
         planned = float(f"{planned:.8g}")
 
         def epsilon_at(planned):
+            if chained:
+                return _chained_bound(
+                    steps, gauss_mu2, delta, planned, rel_slack, policy
+                )
             return _lattice_epsilon(
-                steps, gauss_mu2, delta, self.relation, planned, rel_slack, policy
+                steps, gauss_mu2, delta, directions, planned, rel_slack, policy
             )
 
         found = _lattice.plan_twice(
@@ -330,7 +332,7 @@ class PLDComposition:
         )
         if found is None:
             return None
-        return (*found, DIRECT_PAIR if direct else CHAINED_PAIR)
+        return (*found, CHAINED_PAIR if chained else DIRECT_PAIR)
 
 
 def _clt_epsilon(steps, gauss_mu2, delta, direction="remove"):
@@ -869,20 +871,26 @@ def _replace_refined_up(edges, cell_lo, h, q, z, pieces):
     return np.where(np.isfinite(up), up, np.nan)
 
 
-def _lattice_epsilon(steps, gauss_mu2, delta, relation, reference, rel_slack, policy):
-    """The lattice bound of the Poisson steps (and Gaussian parts), or inf.
+def _directions(relation, steps):
+    """The step lattices that bound the steps, or None for the chain.
 
-    Add/remove: the larger of the remove and add directions. Replace-one:
-    the replace-one pair's lattice where :func:`replace_pair_is_direct`
-    holds for every group of steps, else the chain (:func:`_chained_bound`).
-    ``gauss_mu2`` is in the units of the lattice's pair (the caller's).
+    Add/remove: the remove and add directions. Replace-one: the replace-one
+    pair's lattice where :func:`replace_pair_is_direct` holds for every
+    group of steps; else None (:func:`_chained_bound`).
     """
     if relation is Neighbouring.ADD_REMOVE:
-        directions = ("remove", "add")
-    elif all(replace_pair_is_direct(q, z) for q, z, _ in steps):
-        directions = ("replace",)
-    else:
-        return _chained_bound(steps, gauss_mu2, delta, reference, rel_slack, policy)
+        return ("remove", "add")
+    if all(replace_pair_is_direct(q, z) for q, z, _ in steps):
+        return ("replace",)
+    return None
+
+
+def _lattice_epsilon(steps, gauss_mu2, delta, directions, reference, rel_slack, policy):
+    """The lattice bound of the Poisson steps (and Gaussian parts), or inf.
+
+    The larger of the ``directions``' bounds (:func:`_directions`);
+    ``gauss_mu2`` in the units of their pair.
+    """
     eta = policy.eta_share * delta
     try:
         plan = _plan(
