@@ -189,8 +189,7 @@ def _check_label_not_a_feature(schema, y):
     """Refuse a label Series named like a declared feature.
 
     Fitting on a whole frame with the label declared among the features
-    gives a model that reads its own label (a new user saw accuracy 1.0
-    and no warning); ``target=`` keeps it out.
+    gives a model that reads its own label; ``target=`` keeps it out.
     """
     name = getattr(y, "name", None)
     if name is None or not _is_frame_like_series(y):
