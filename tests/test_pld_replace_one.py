@@ -70,6 +70,12 @@ def test_the_loss_inverse_and_shape(q, z):
     assert np.all(second >= -1e-12 * (1 + np.abs(loss[1:-1])))
 
 
+def test_the_inverse_stays_finite_at_tiny_noise():
+    # exp(-1 / (2 z^2)) underflows at z = 0.02; L(0) = 0 must stay exact.
+    x = _replace_x_of(np.array([-5.0, -1e-3, 0.0, 1e-3, 5.0]), 0.01, 0.02)
+    assert np.all(np.isfinite(x)) and np.all(np.diff(x) > 0) and x[2] == 0.0
+
+
 def test_past_the_shape_condition_the_loss_bends_and_the_chain_is_used():
     q, z = 0.95, 2.0
     assert not replace_pair_is_direct(q, z)

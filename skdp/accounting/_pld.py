@@ -761,7 +761,7 @@ def _replace_x_of(level, q, z):
     """
     level = np.asarray(level, dtype=float)
     log_2qc = math.log(2.0 * q) - 0.5 / (z * z)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         # level >= 0: u = y (w + sqrt(w^2 + 4 q^2 c^2 / y)) / (2 q c),
         # w = (1 - q)(1 - 1/y).
         high = np.maximum(level, 0.0)
@@ -774,7 +774,9 @@ def _replace_x_of(level, q, z):
         b = -(1.0 - q) * np.expm1(low)
         product = np.exp(2.0 * log_2qc + low)  # 4 q^2 c^2 y
         log_u_low = low + log_2qc - np.log(b + np.sqrt(b * b + product))
-    return z * z * np.where(level >= 0.0, log_u_high, log_u_low)
+    # L is odd: L(0) = 0 exactly (the forms above lose it when c underflows).
+    log_u = np.where(level > 0.0, log_u_high, np.where(level < 0.0, log_u_low, 0.0))
+    return z * z * log_u
 
 
 def _replace_step_lattice(q, z, h, tau, *, low, max_points, spacing=1):
