@@ -209,16 +209,18 @@ def test_a_label_declared_as_a_feature_is_refused():
     frame = pd.DataFrame({"age": [20, 30, 40, 50], "owned": [0, 1, 0, 1]})
     schema = TableSchema({"age": (0, 100), "owned": [0, 1]}, classes=[0, 1])
     encoder = SchemaEncoder(schema)
-    with pytest.raises(ValueError, match=r"named 'owned'.*target='owned'"):
+    with pytest.raises(ValueError, match=r"column 'owned'.*target='owned'"):
         encoder.fit(frame, frame["owned"])
     assert not hasattr(encoder, "schema_")
     pipeline = make_private_pipeline(schema, DPLogisticRegression(epsilon=1.0))
     with pytest.raises(ValueError, match="read its own label"):
         pipeline.fit(frame, frame["owned"])
-    # Declared as the target, the same frame fits; an unnamed y is not read.
+    # Declared as the target, the same frame fits; an unnamed y is not read,
+    # and a label derived from a feature keeps its name, not its values.
     declared = TableSchema({"age": (0, 100), "owned": [0, 1]}, target="owned")
     SchemaEncoder(declared).fit(frame, frame["owned"])
     encoder.fit(frame, frame["owned"].to_numpy())
+    encoder.fit(frame, (frame["age"] > 35).astype(int))
 
 
 def test_clear_errors_name_the_column():

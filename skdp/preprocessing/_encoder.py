@@ -185,18 +185,23 @@ def _range_hint(spec):
     )
 
 
-def _check_label_not_a_feature(schema, y):
-    """Refuse a label Series named like a declared feature.
+def _check_label_not_a_feature(schema, X, y):
+    """Refuse a label that is one of the declared features of ``X``.
 
     Fitting on a whole frame with the label declared among the features
-    gives a model that reads its own label; ``target=`` keeps it out.
+    gives a model that reads its own label; ``target=`` keeps it out. The
+    label is recognised as a pandas Series named like a declared feature of
+    the frame ``X`` and holding the same values (a label derived from a
+    feature, say ``y = (X["x"] > 0)``, keeps its name but not its values).
     """
     name = getattr(y, "name", None)
-    if name is None or not _is_frame_like_series(y):
+    if name is None or not _is_frame_like_series(y) or not _is_frame(X):
         return
-    if name in schema.features:
+    if name not in schema.features or name not in X.columns:
+        return
+    if np.array_equal(np.asarray(X[name], dtype=object), np.asarray(y, dtype=object)):
         raise ValueError(
-            f"The label y is named {name!r}, which the schema declares as a "
+            f"The label y is the column {name!r}, which the schema declares as a "
             f"feature: the model would read its own label. Declare "
             f"TableSchema(..., target={name!r}) (the column is then not a "
             "feature), or leave it out of the declared columns."
@@ -392,8 +397,8 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
             must have one column per feature, in declaration order. ``None``:
             nothing to check.
         y : array-like or None, default=None
-            Only its name is read (a pandas Series's): a label named like a
-            declared feature is refused.
+            Read only to refuse a label that is a declared feature of ``X``
+            (a pandas Series with its name and values).
 
         Returns
         -------
@@ -404,14 +409,14 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
         ValueError
             A declared feature is absent from ``X``; two output columns
             would share a name (see :meth:`get_feature_names_out`), the
-            message naming the columns that give it; or ``y`` is a Series
-            named like a declared feature (the label would be a feature).
+            message naming the columns that give it; or ``y`` is a declared
+            feature of ``X`` (the label would be a feature).
         """
         schema = _as_schema(self.schema)
         _check_unique_names(self._outputs(schema))
-        _check_label_not_a_feature(schema, y)
         if X is not None:
             self._check_layout(schema, X)
+        _check_label_not_a_feature(schema, X, y)
         self.schema_ = schema
         self.row_norm_ = math.sqrt(len(schema.features))
         self.classes_ = None if schema.classes is None else np.asarray(schema.classes)
