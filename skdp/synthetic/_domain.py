@@ -19,7 +19,7 @@ import numpy as np
 
 from ..schema import Categorical, Numeric, TableSchema, as_column
 from ..schema._schema import did_you_mean
-from ..utils._validation import CLIPPED_SHARE_WARNED
+from ..utils._validation import CLIPPED_SHARE_WARNED, span_share
 
 #: The level that undeclared categories are mapped to (``handle_unknown="other"``).
 OTHER = "other"
@@ -409,10 +409,12 @@ def _encode_categorical(spec, values, handle_unknown):
     return codes, n_unknown
 
 
-def _encode_numeric(spec, values):
+def _encode_numeric(spec, values, spans=None):
     """Codes of a numeric column and how many values were clipped.
 
-    Text is refused even where it reads as a number (``"5"``).
+    Text is refused even where it reads as a number (``"5"``). If ``spans``
+    is a dict, it receives ``key -> (share, low, high)``, the share of the
+    declared range the values span (:func:`~skdp.utils._validation.span_share`).
     """
     if values.dtype.kind in "OSU":
         text = [v for v in values if isinstance(v, str)]
@@ -431,20 +433,24 @@ def _encode_numeric(spec, values):
         ) from exc
     if not np.all(np.isfinite(x)):
         raise ValueError(f"Column {spec.key!r} holds infinite values.")
+    if spans is not None:
+        spans[spec.key] = (span_share(x, spec.low, spec.high), spec.low, spec.high)
     n_clipped = int(np.count_nonzero((x < spec.low) | (x > spec.high)))
     x = np.clip(x, spec.low, spec.high)
     codes = np.searchsorted(spec.edges, x, side="right") - 1
     return np.clip(codes, 0, spec.n_values - 1).astype(np.int64), n_clipped
 
 
-def encode_table(columns, specs, *, handle_unknown="error", report=None):
+def encode_table(columns, specs, *, handle_unknown="error", report=None, spans=None):
     """Codes of shape (n_rows, n_columns).
 
     Missing values go to the missing level (or are refused without one);
     undeclared categories go to :data:`OTHER` (or are refused); numeric values
     outside the declared range are clipped into it. If ``report`` is a dict,
     it receives ``column -> (n_clipped_or_mapped, kind)`` for the columns
-    where that happened (for one warning to the curator; never released).
+    where that happened, and ``spans`` each numeric column's span of its
+    range (:func:`_encode_numeric`; both for warnings to the curator, never
+    released).
     """
     n_rows = len(columns[0][1])
     codes = np.empty((n_rows, len(specs)), dtype=np.int64)
@@ -460,7 +466,7 @@ def encode_table(columns, specs, *, handle_unknown="error", report=None):
             )
             kind = "mapped to 'other'"
         else:
-            column[present], changed = _encode_numeric(spec, array[present])
+            column[present], changed = _encode_numeric(spec, array[present], spans)
             kind = _clipped_words(changed, int(present.sum()))
             fractional = _fractional_count(spec, array[present])
             if fractional:

@@ -20,7 +20,6 @@ from ..schema._schema import did_you_mean
 from ..utils._sklearn import Interval, StrOptions, fit_context
 from ..utils._validation import (
     check_add_remove_delta,
-    span_share,
     user_stacklevel,
     warn_wide_bounds,
 )
@@ -547,15 +546,16 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         """The counts source of the run; one warning for the values that moved."""
         sizes = tuple(plan.sizes)
         if data.counted is None:
-            report = {}
+            report, spans = {}, {}
             codes = encode_table(
                 data.columns,
                 plan.specs,
                 handle_unknown=self.handle_unknown,
                 report=report,
+                spans=spans,
             )
             _warn_domain(report, plan)
-            warn_wide_bounds(_numeric_spans(data.columns, plan.specs))
+            warn_wide_bounds(spans)
             return CodesCounts(codes, sizes)
         counted = data.counted
         _warn_domain(counted.report, plan)
@@ -656,25 +656,6 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.requires_fit = True
         return tags
-
-
-def _numeric_spans(columns, specs):
-    """Column key -> (share of its range its present values span, low, high).
-
-    Numeric columns only (see :func:`~skdp.utils._validation.span_share`);
-    a column holding anything but numbers and missing values is not judged.
-    """
-    spans = {}
-    for (key, values, _), spec in zip(columns, specs, strict=True):
-        if spec.categories is not None:
-            continue
-        try:
-            numeric = np.asarray(values, dtype=float)
-        except (TypeError, ValueError):
-            continue
-        numeric = numeric[np.isfinite(numeric)]
-        spans[key] = (span_share(numeric, spec.low, spec.high), spec.low, spec.high)
-    return spans
 
 
 def _warn_domain(report, plan):
