@@ -121,20 +121,23 @@ class _RecordingRng:
         return self._rng.normal(loc, scale, size=size)
 
 
+@pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove"])
 @pytest.mark.parametrize("n_classes", [2, 4])
-def test_floor_releases_compose_to_the_accounted_gaussian(n_classes):
+def test_floor_releases_compose_to_the_accounted_gaussian(n_classes, neighbouring):
     """The prior and the temperature releases together are the plan's Gaussian.
 
     The plan accounts one Gaussian release of std ``c`` (``calibration_noise``)
-    per unit of one row's bound. The floor makes two, adaptively: the class
-    counts (one-hot rows, bound 1) and the loss derivatives (bound
-    ``temperature_bound``). Their stds, per unit of their bounds, must be
-    ``c / sqrt(w)`` and ``c / sqrt(1 - w)``: then their Gaussian-DP
-    parameters ``mu_i = Delta / std_i`` satisfy ``mu_1^2 + mu_2^2 = (Delta /
-    c)^2``, and adaptive composition of Gaussian DP is exact (Dong, Roth and
-    Su 2022, Corollary 3.3). Checked here on the stds actually drawn, and on
-    epsilons: dp_accounting's composition of the two equals its single
-    Gaussian, which skdp's accountant bounds.
+    per unit of one row's bound, on a sum that moves by ``s`` bounds (2
+    under replace-one, 1 under add/remove). The floor makes two, adaptively:
+    the class counts (which move by ``h``: ``sqrt(2)`` under replace-one, one
+    count down and one up, 1 under add/remove) and the loss derivatives
+    (bound ``temperature_bound``, moving by ``s`` of it). Their stds must be
+    ``c h / (s sqrt(w))`` and ``c / sqrt(1 - w)`` per unit of their bounds:
+    then their Gaussian-DP parameters ``mu_i = Delta_i / std_i`` satisfy
+    ``mu_1^2 + mu_2^2 = (s / c)^2``, and adaptive composition of Gaussian DP
+    is exact (Dong, Roth and Su 2022, Corollary 3.3). Checked here on the
+    stds actually drawn, and on epsilons: dp_accounting's composition of the
+    two equals its single Gaussian, which skdp's accountant bounds.
     """
     dp_accounting = pytest.importorskip("dp_accounting")
     rng = np.random.default_rng(0)
@@ -160,6 +163,7 @@ def test_floor_releases_compose_to_the_accounted_gaussian(n_classes):
         projection_radius=None,
         tail_fraction=0.5,
         calibration_noise=c,
+        neighbouring=neighbouring,
     )
     recorder = _RecordingRng(1)
     calibrate_probabilities(
@@ -167,21 +171,19 @@ def test_floor_releases_compose_to_the_accounted_gaussian(n_classes):
     )
     (prior_std, prior_size), (temp_std, temp_size) = recorder.stds
     assert prior_size == n_classes
-    assert prior_std == pytest.approx(
-        c / math.sqrt(DEFAULT_POLICY.prior_weight), rel=1e-12
-    )
+    s, h = (2.0, math.sqrt(2.0)) if neighbouring == "replace-one" else (1.0, 1.0)
+    w = DEFAULT_POLICY.prior_weight
+    assert prior_std == pytest.approx(c * h / (s * math.sqrt(w)), rel=1e-12)
     bound = temperature_bound(n_classes)
-    assert temp_std / bound == pytest.approx(
-        c / math.sqrt(1 - DEFAULT_POLICY.prior_weight)
-    )
-    # Sensitivity 2 bounds (replace-one) of each release, in its own units.
+    assert temp_std / bound == pytest.approx(c / math.sqrt(1 - w))
+    # Each release's sensitivity under the relation, in its own units.
     delta = 1e-6
-    mus = [2.0 / prior_std, 2.0 * bound / temp_std]
-    assert mus[0] ** 2 + mus[1] ** 2 == pytest.approx((2.0 / c) ** 2, rel=1e-12)
+    mus = [h / prior_std, s * bound / temp_std]
+    assert mus[0] ** 2 + mus[1] ** 2 == pytest.approx((s / c) ** 2, rel=1e-12)
     pair = dp_accounting.ComposedDpEvent(
         [dp_accounting.GaussianDpEvent(1.0 / mu) for mu in mus]
     )
-    single = dp_accounting.GaussianDpEvent(c / 2.0)
+    single = dp_accounting.GaussianDpEvent(c / s)
     eps = []
     for event in (pair, single):
         accountant = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
@@ -190,7 +192,7 @@ def test_floor_releases_compose_to_the_accounted_gaussian(n_classes):
     spent = account(
         [PoissonGaussianEvent(1.0, c)],
         delta,
-        neighbouring="replace-one",
+        neighbouring=neighbouring,
         accountant="pld",
     )
     assert spent.epsilon >= eps[1] * (1 - 1e-3)

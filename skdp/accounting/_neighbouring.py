@@ -1,6 +1,7 @@
 """The neighbouring relation of a guarantee, and the sensitivity rule it sets."""
 
 import enum
+import math
 
 __all__ = ["NEIGHBOURING_RELATIONS", "Neighbouring"]
 
@@ -51,6 +52,17 @@ class Neighbouring(enum.StrEnum):
         replace-one, 1 under add/remove.
         """
         return float(self.hops)
+
+    @property
+    def histogram_factor(self):
+        """Sensitivity of a histogram (each record counted in one cell).
+
+        Replacing a record moves one count down and another up, by 1 each: an
+        L2 norm of ``sqrt(2)``; adding or removing it moves one count by 1.
+        Less than :attr:`sum_factor` under replace-one, where a one-hot
+        vector's ``2 B`` bound is not reached.
+        """
+        return math.sqrt(2.0) if self is Neighbouring.REPLACE_ONE else 1.0
 
     def sum_sensitivity(self, bound):
         """L2 sensitivity of a sum of per-record terms of norm at most ``bound``."""

@@ -1,10 +1,10 @@
 """The probability floor: the trained model moved towards a private prior.
 
-One Gaussian release, made in two adaptive parts whose noise splits its
-inverse variance (Gaussian DP composes exactly, Dong, Roth and Su 2022,
-Corollary 3.3): the class counts, which give a private prior, then the
-derivative of the training log-loss along the path of logits from the
-prior's to the model's, which picks a point on that path.
+One Gaussian release, made in two adaptive parts whose squared Gaussian-DP
+parameters add up to the release's (Gaussian DP composes exactly, Dong, Roth
+and Su 2022, Corollary 3.3): the class counts, which give a private prior,
+then the derivative of the training log-loss along the path of logits from
+the prior's to the model's, which picks a point on that path.
 """
 
 import functools
@@ -32,6 +32,7 @@ __all__ = [
     "fit_temperature",
     "noisy_log_prior",
     "pick_temperature",
+    "prior_noise",
     "public_shrinkage",
     "release_log_prior",
     "tail_noise_variance",
@@ -106,6 +107,24 @@ def noisy_log_prior(counts, n_classes, std, rng):
     spread = float(np.sum((noisy - noisy.sum() / n_classes) ** 2))
     weight = max(0.0, 1.0 - n_classes * std**2 / max(spread, 1e-300))
     return np.log(weight * prior + (1.0 - weight) / n_classes)
+
+
+def prior_noise(budget, neighbouring, policy=DEFAULT_POLICY):
+    """Noise std of the class counts: ``policy.prior_weight`` of the floor's ``mu^2``.
+
+    The accountant charges the floor as one Gaussian of std ``budget`` on a
+    sum that moves by ``s`` row bounds (``s`` = 2 under replace-one, 1
+    under add/remove), a Gaussian-DP ``mu = s / budget``. The counts move
+    by ``h``, ``sqrt(2)`` or 1
+    (:attr:`~skdp.accounting.Neighbouring.histogram_factor`), so the std
+    ``budget h / (s sqrt(w))`` gives them ``mu_1^2 = w (s / budget)^2``,
+    ``w`` the prior's weight, and the derivatives, with std ``budget / sqrt(1
+    - w)`` per unit of their bound, the rest: ``mu_1^2 + mu_2^2 = (s /
+    budget)^2`` (Dong, Roth and Su 2022, Corollary 3.3).
+    """
+    relation = Neighbouring.parse(neighbouring)
+    share = relation.histogram_factor / relation.sum_factor
+    return budget * share / math.sqrt(policy.prior_weight)
 
 
 def anchor_logits(log_prior):
@@ -295,8 +314,8 @@ def calibrate_probabilities(
 
     Two releases through one Gaussian budget of ``plan.calibration_noise``
     (per unit of one row's bound; see :meth:`SGDPlan.events`): (1) the class
-    counts, with ``policy.prior_weight`` of the budget's inverse variance,
-    give a private prior (:func:`release_log_prior`); (2)
+    counts, with ``policy.prior_weight`` of the budget's ``mu^2``
+    (:func:`prior_noise`), give a private prior (:func:`release_log_prior`); (2)
     :func:`fit_temperature`, with the rest, picks a point ``a`` on the path
     ``m + a (s - m)`` from the prior's logits ``m`` to the model's ``s``,
     starting from the share of the coefficients that the injected noise is
@@ -373,7 +392,7 @@ def calibrate_from_sums(
         log_prior = noisy_log_prior(
             sums.class_counts(n_classes),
             n_classes,
-            budget / math.sqrt(policy.prior_weight),
+            prior_noise(budget, plan.neighbouring, policy),
             rng,
         )
         anchor = anchor_logits(log_prior)

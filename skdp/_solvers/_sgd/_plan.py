@@ -7,6 +7,7 @@ import numpy as np
 
 from ...accounting import (
     GaussianSumEvent,
+    Neighbouring,
     NoisyIterationEvent,
     PoissonGaussianEvent,
     RandomAllocationGaussianEvent,
@@ -115,6 +116,10 @@ class SGDPlan:
         radius each row is put within for it; None: rows are not centred.
         Like ``calibration_noise``, a :class:`GaussianSumEvent` of the
         relation's sensitivity (:meth:`events`).
+    neighbouring : {"replace-one", "add-remove"}
+        The relation the plan was made for. The events do not read it (the
+        accountant applies it); the probability floor does, to give its
+        class counts the noise their own sensitivity needs.
     """
 
     n_samples: int
@@ -136,6 +141,7 @@ class SGDPlan:
     step_factor: float | None = None
     clip_fraction: float | None = None
     centring_noise: float | None = None
+    neighbouring: str = "replace-one"
 
     def cache_key(self):
         """A hashable identity of the plan (for caching its calibration)."""
@@ -159,6 +165,7 @@ class SGDPlan:
             self.step_factor,
             self.clip_fraction,
             self.centring_noise,
+            self.neighbouring,
         )
 
     @property
@@ -409,6 +416,7 @@ def make_plan(
         step_factor=step_factor,
         clip_fraction=clip_fraction,
         centring_noise=None if centring_noise is None else float(centring_noise),
+        neighbouring=Neighbouring.parse(neighbouring).value,
     )
 
 
