@@ -158,7 +158,7 @@ def fixed_summary(records):
     (method minus baseline) over tables x seeds with its standard error, the
     tables at or above the baseline (mean over their seeds) and the mean
     difference in log loss; then the mean fit seconds of every method per
-    epsilon and relation, over the same cells.
+    epsilon and relation, over the cells that hold it ("-": none).
     """
     labels = sorted(
         {r["sampling"] for r in records if "epochs" in r},
@@ -192,23 +192,21 @@ def fixed_summary(records):
                     f"{lo:+.4f} ({lse:.4f}) |"
                 )
     every = (*SAMPLERS, *labels)
-    complete = paired(records, every)
     print(
         "\n| relation | epsilon | cells | "
         + " | ".join(f"{m} (s)" for m in every)
         + " |"
     )
     print("|---" * (3 + len(every)) + "|")
-    seconds = defaultdict(list)
-    for (relation, epsilon, _, _), cell in complete.items():
-        seconds[relation, epsilon].append([cell[m]["seconds"] for m in every])
-    for (relation, epsilon), rows in sorted(seconds.items()):
-        means = np.mean(rows, axis=0)
-        print(
-            f"| {relation} | {epsilon:g} | {len(rows)} | "
-            + " | ".join(f"{m:.3f}" for m in means)
-            + " |"
-        )
+    seconds = defaultdict(lambda: defaultdict(list))
+    for (relation, epsilon, _, _), cell in grouped(records).items():
+        for m in every:
+            if m in cell:
+                seconds[relation, epsilon][m].append(cell[m]["seconds"])
+    for (relation, epsilon), by_method in sorted(seconds.items()):
+        means = [f"{np.mean(by_method[m]):.3f}" if by_method[m] else "-" for m in every]
+        cells = max(len(v) for v in by_method.values())
+        print(f"| {relation} | {epsilon:g} | {cells} | " + " | ".join(means) + " |")
 
 
 def summary(path):
