@@ -270,6 +270,12 @@ def main(argv=None):
     parser.add_argument("--tables", nargs="*", default=list(TABLES))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds first-seed, ..., first-seed + seeds - 1 (to add seeds to a run)",
+    )
+    parser.add_argument(
         "--epsilons", type=float, nargs="*", default=[0.1, 0.3, 1, 3, 8]
     )
     parser.add_argument("--out", default="sampler_panel.jsonl")
@@ -299,7 +305,7 @@ def main(argv=None):
     warnings.simplefilter("ignore", PrivacyLeakWarning)
     run(
         args.tables,
-        list(range(args.seeds)),
+        list(range(args.first_seed, args.first_seed + args.seeds)),
         args.epsilons,
         args.out,
         args.samplers,
