@@ -21,6 +21,10 @@ in CPU seconds of the process, steadier than wall time on a shared machine.
     PYTHONPATH=. nice python benchmarks/bench_balls_and_bins.py \\
         --tables mroz cowles participation --seeds 2
     PYTHONPATH=. nice python benchmarks/bench_balls_and_bins.py --time-only
+
+``--allocation-epochs 10 15`` adds to the time table a balls-and-bins row at
+each of these fixed epochs (``epochs=10``, ...; every other setting "auto"),
+after the default rows.
 """
 
 import argparse
@@ -147,11 +151,12 @@ def phase_clock(totals, epochs):
             setattr(owner, name, function)
 
 
-def time_table(seeds):
+def time_table(seeds, allocation_epochs=()):
     """Print the wall time of the default fit on Adult per sampler, by phase.
 
     The first fit of each sampler calibrates its noise (unless an earlier
     table of the process did); the later fits, one per seed, find it cached.
+    Then balls-and-bins at each of ``allocation_epochs`` fixed epochs.
     """
     data = adult(0)
     labels = [label for label, _, _ in PHASES]
@@ -163,8 +168,13 @@ def time_table(seeds):
         + " |"
     )
     print("|---" * (7 + len(labels)) + "|")
-    for sampling in ("poisson", "balls-and-bins", "shuffle"):
-        params = {"row_norm": ADULT_ROW_NORM} if sampling == "shuffle" else {}
+    rows = [(s, s, {}) for s in ("poisson", "balls-and-bins")]
+    rows.append(("shuffle", "shuffle", {"row_norm": ADULT_ROW_NORM}))
+    rows += [
+        (f"balls-and-bins@{e}", "balls-and-bins", {"epochs": int(e)})
+        for e in allocation_epochs
+    ]
+    for label, sampling, params in rows:
         first_phases = {}
         with phase_clock(first_phases, []):
             first = fit_score(data, sampling, 1.0, "replace-one", 0, **params)[1]
@@ -177,7 +187,7 @@ def time_table(seeds):
         mean = {label: totals.get(label, 0.0) / len(seeds) for label in labels}
         per_epoch = mean["steps"] / epochs[0] * 1e3
         print(
-            f"| {sampling} | {first:.2f} | {first_phases['calibration']:.2f} | "
+            f"| {label} | {first:.2f} | {first_phases['calibration']:.2f} | "
             f"{first_phases['calibration cpu']:.2f} | "
             f"{np.mean(seconds):.3f} | {epochs[0]} | "
             f"{per_epoch:.1f} | "
@@ -231,6 +241,14 @@ def main(argv=None):
     parser.add_argument(
         "--time-only", action="store_true", help="only the Adult fit-time table"
     )
+    parser.add_argument(
+        "--allocation-epochs",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="EPOCHS",
+        help="also time balls-and-bins at each of these fixed epochs",
+    )
     args = parser.parse_args(argv)
     seeds = list(range(args.seeds))
     tables = ([] if args.no_adult else ["adult"]) + list(args.tables)
@@ -239,11 +257,11 @@ def main(argv=None):
         noise_table(adult(0)[0].shape[0], args.epsilons)
         return
     if args.time_only:
-        time_table(seeds)
+        time_table(seeds, args.allocation_epochs)
         return
     accuracy_table(tables, seeds, args.epsilons)
     if not args.no_adult:
-        time_table(seeds)
+        time_table(seeds, args.allocation_epochs)
 
 
 if __name__ == "__main__":
