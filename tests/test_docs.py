@@ -64,6 +64,7 @@ BENCHMARK_HEADINGS = (
     "Synthetic data",
     "Synthetic data on the panel",
     "Balls-and-bins batches",
+    "Fewer balls-and-bins epochs",
     "Logistic regression on Dask",
     "Worst-group fairness on Dask",
 )

@@ -18,6 +18,7 @@ from sklearn.model_selection import KFold
 
 from skdp._cli import main
 from skdp._solvers._sgd import _run, make_plan, run_logistic_sgd
+from skdp._solvers._sgd._plan import auto_epochs
 from skdp.accounting import (
     GaussianSumEvent,
     RandomAllocationGaussianEvent,
@@ -182,7 +183,7 @@ def test_fit_reports_the_accountant_of_its_events(neighbouring):
     budget = _budget.split_budget(1.0, 1e-5, neighbouring, 0.02)
     floor = _budget.floor_noise(0.2, budget.delta, neighbouring)
     centre = _budget.centre_noise(0.1, 1.0, budget.delta, neighbouring)
-    epochs = 30  # "auto" at epsilon 1, both relations
+    epochs = auto_epochs("balls-and-bins", 1.0, neighbouring)
     events = [
         RandomAllocationGaussianEvent(math.ceil(513 / 256), z, epochs),
         GaussianSumEvent(centre),
@@ -210,7 +211,7 @@ def test_run_events_at_the_fit_are_those_accounted():
     )
     z, spent, _ = est.privacy_plan(X.shape[0])
     est.fit(X, y)
-    assert est.n_iter_ == math.ceil(513 / 256) * 30
+    assert est.n_iter_ == math.ceil(513 / 256) * auto_epochs("balls-and-bins", 2.0)
     assert (est.noise_multiplier_, est.privacy_spent_) == (z, spent)
 
 
@@ -247,8 +248,9 @@ def test_add_remove_plan_is_a_function_of_the_released_count(
         )
 
     assert released(small) == released(large)
-    # Steps an epoch from the count (30 "auto" epochs at epsilon 1 and 0.1).
-    assert small.n_iter_ == math.ceil(count / 256) * 30
+    # Steps an epoch from the count, times the "auto" epochs of the budget.
+    epochs = auto_epochs("balls-and-bins", params.get("epsilon", 1.0), "add-remove")
+    assert small.n_iter_ == math.ceil(count / 256) * epochs
     if params.get("epsilon", 1.0) >= 1.0:
         assert not np.array_equal(small.coef_, large.coef_)
 

@@ -68,3 +68,17 @@ def test_auto_epochs_follow_the_policy():
     )
     assert auto_epochs("poisson", 2.0, "replace-one", more) == 40
     assert auto_epochs("poisson", 2.0, "add-remove", more) == 80
+
+
+def test_balls_and_bins_epochs_follow_their_own_rule():
+    """Balls-and-bins reads its own floor and rate, never Poisson's."""
+    policy = dataclasses.replace(
+        DEFAULT_POLICY,
+        allocation_epochs=7,
+        allocation_epochs_per_epsilon=ByRelation(replace_one=3, add_remove=11),
+    )
+    assert auto_epochs("balls-and-bins", 0.5, "replace-one", policy) == 7
+    assert auto_epochs("balls-and-bins", 4.0, "replace-one", policy) == 12
+    assert auto_epochs("balls-and-bins", 2.0, "add-remove", policy) == 22
+    assert auto_epochs("balls-and-bins", 100.0, "add-remove", policy) == 120
+    assert auto_epochs("poisson", 0.5, "replace-one", policy) == 30

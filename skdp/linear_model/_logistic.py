@@ -90,17 +90,22 @@ def _warn_unscaled(X):
     The defaults assume features on a public scale; raw amounts keep the
     privacy guarantee but can make the model and its probabilities poor.
     """
-    head = np.asarray(X[:_SCALE_CHECK_ROWS], dtype=float)
+    head = np.abs(np.asarray(X[:_SCALE_CHECK_ROWS], dtype=float))
     if head.size == 0:
         return
-    medians = np.median(np.abs(head), axis=0)
-    far = np.flatnonzero(medians > _UNSCALED_MEDIAN)
+    # A median above the limit needs half the values above it: count first,
+    # sort only the columns that pass (usually none).
+    above = np.count_nonzero(head > _UNSCALED_MEDIAN, axis=0)
+    maybe = np.flatnonzero(2 * above >= head.shape[0])
+    medians = np.median(head[:, maybe], axis=0)
+    far = maybe[medians > _UNSCALED_MEDIAN]
+    medians = medians[medians > _UNSCALED_MEDIAN]
     if far.size == 0:
         return
     shown = ", ".join(str(j) for j in far[:10]) + (", ..." if far.size > 10 else "")
     warnings.warn(
         f"Columns {shown} of X are far outside [-1, 1] (median absolute "
-        f"value up to {medians[far].max():.3g}); DP-SGD's default clip, step "
+        f"value up to {medians.max():.3g}); DP-SGD's default clip, step "
         "and probability floor assume features on a public scale. Encode the "
         "table from its declaration (make_private_pipeline(TableSchema(...), "
         "...) or SchemaEncoder), or map each column to [-1, 1] by public "

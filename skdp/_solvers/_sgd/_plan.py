@@ -298,10 +298,11 @@ def auto_epochs(
         The target epsilon (None when the noise multiplier is fixed instead).
     neighbouring : {"replace-one", "add-remove"}, default="replace-one"
     policy : SGDPolicy, default=DEFAULT_POLICY
-        Poisson: ``policy.poisson_epochs`` (balls-and-bins:
-        ``policy.allocation_epochs``), or ``epochs_per_epsilon`` of the
+        Poisson: ``policy.poisson_epochs``, or ``epochs_per_epsilon`` of the
         relation times ``epsilon`` when that is more (at most
-        ``max_epochs``); cyclic and shuffled: ``policy.cyclic_epochs``.
+        ``max_epochs``); balls-and-bins: the same rule with
+        ``allocation_epochs`` and ``allocation_epochs_per_epsilon``; cyclic
+        and shuffled: ``policy.cyclic_epochs``.
 
     Returns
     -------
@@ -311,7 +312,12 @@ def auto_epochs(
         return policy.cyclic_epochs
     epochs = _amplified_rules(sampling, policy).epochs
     if epsilon is not None:
-        more = int(round(policy.epochs_per_epsilon[neighbouring] * epsilon))
+        rate = (
+            policy.allocation_epochs_per_epsilon
+            if sampling == "balls-and-bins"
+            else policy.epochs_per_epsilon
+        )
+        more = int(round(rate[neighbouring] * epsilon))
         epochs = max(epochs, min(more, policy.max_epochs))
     return epochs
 
