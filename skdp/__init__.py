@@ -17,6 +17,7 @@ from . import (
 )
 from .exceptions import (
     ClippedValuesWarning,
+    IndependentColumnsWarning,
     OrderGridWarning,
     PrivacyLeakWarning,
     UndeclaredBoundWarning,
@@ -36,6 +37,7 @@ __all__ = [
     "DPLogisticRegression",
     "DPSaddlePointClassifier",
     "DPSyntheticData",
+    "IndependentColumnsWarning",
     "OrderGridWarning",
     "PrivacyLeakWarning",
     "TableSchema",

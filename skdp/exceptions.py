@@ -74,6 +74,16 @@ class WideBoundsWarning(UserWarning):
     """
 
 
+class IndependentColumnsWarning(UserWarning):
+    """A synthetic-data fit measured no table of two or more columns.
+
+    Its budget went to the one-column marginals only, so the synthetic
+    columns are sampled independently of each other: every relation
+    between columns is lost. Decided from ``selected_``, which the fit
+    releases anyway.
+    """
+
+
 class UnscaledFeaturesWarning(UserWarning):
     """Features far outside [-1, 1] reached DP-SGD with no declared row bound.
 

@@ -200,3 +200,30 @@ def test_a_record_is_in_one_cell_of_every_measured_one_way_marginal():
                 worst_l2 = max(worst_l2, np.linalg.norm(a - b))
     assert worst_l1 <= REPLACE_ONE.l1 + 1e-12
     assert worst_l2 <= REPLACE_ONE.l2 + 1e-12
+
+
+def _pair_table(n):
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 3, n)
+    b = (a + (rng.random(n) < 0.1)) % 3
+    c = rng.integers(0, 2, n)
+    frame = pd.DataFrame({"a": a.astype(str), "b": b.astype(str), "c": c.astype(str)})
+    domain = {"a": ["0", "1", "2"], "b": ["0", "1", "2"], "c": ["0", "1"]}
+    return frame, domain
+
+
+def test_a_fit_that_measured_no_pair_says_its_columns_are_independent():
+    import warnings
+
+    from skdp import DPSyntheticData, IndependentColumnsWarning
+
+    frame, domain = _pair_table(4000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndependentColumnsWarning)
+        model = DPSyntheticData(epsilon=5.0, domain=domain, random_state=0)
+        model.fit(frame)
+    assert any(len(cols) >= 2 for cols in model.selected_)
+    with pytest.warns(IndependentColumnsWarning, match="independently"):
+        model = DPSyntheticData(epsilon=0.01, domain=domain, random_state=0)
+        model.fit(frame.iloc[:200])
+    assert model.selected_ == []

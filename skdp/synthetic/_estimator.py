@@ -15,6 +15,7 @@ from .._solvers._aim import AIMPolicy
 from .._solvers._measure import CodesCounts, CountedTables
 from .._solvers._tree import TreePolicy
 from ..accounting import account
+from ..exceptions import IndependentColumnsWarning
 from ..schema import TableSchema
 from ..schema._schema import did_you_mean
 from ..utils._sklearn import Interval, StrOptions, fit_context
@@ -586,6 +587,7 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         self._frame_info = data.frame_info
         self._dtype = data.columns[0][2] if data.frame_info is None else None
         self._sample_seed = int(rng.integers(SEED_BOUND))
+        _warn_independent(keys, self.selected_, spent)
 
     def sample(self, n_samples=None, random_state=None, *, npartitions=None):
         """Draw synthetic records (post-processing: no extra privacy cost).
@@ -681,6 +683,20 @@ def _warn_domain(report, plan):
     warnings.warn(
         f"Values outside the domain: {details}.",
         DomainWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
+def _warn_independent(keys, selected, spent):
+    """Say so when no table of two or more columns was measured (``selected_``)."""
+    if len(keys) < 2 or any(len(cols) >= 2 for cols in selected):
+        return
+    warnings.warn(
+        f"No table of two or more columns was measured at epsilon "
+        f"{spent.epsilon:.3g}: the synthetic columns are sampled independently "
+        "of each other, and every relation between them is lost. A larger "
+        "epsilon, fewer columns or coarser numeric bins leave budget for pairs.",
+        IndependentColumnsWarning,
         stacklevel=user_stacklevel(),
     )
 
