@@ -81,8 +81,8 @@ def count_sensitivity(neighbouring):
     (one cell moves by one). The changed cells move by one each, so the L2
     sensitivity is the square root of the L1 one: ``sqrt(2)`` and 1.
     """
-    l1 = Neighbouring.parse(neighbouring).sum_sensitivity(1.0)
-    return CountSensitivity(l1, math.sqrt(l1))
+    relation = Neighbouring.parse(neighbouring)
+    return CountSensitivity(relation.sum_sensitivity(1.0), relation.histogram_factor)
 
 
 def integer_counts(codes, columns, sizes):

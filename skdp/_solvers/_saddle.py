@@ -28,7 +28,6 @@ releases it before the run, dividing by the public ``n``; a solver whose
 run releases counts may release it later, from their noisy total.
 """
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -335,9 +334,7 @@ def histogram_sensitivity(neighbouring, bound):
     ``sqrt(2) bound`` under replace-one, ``bound`` under add/remove (see the
     module docstring for the terms this holds for).
     """
-    relation = Neighbouring.parse(neighbouring)
-    factor = math.sqrt(2.0) if relation is Neighbouring.REPLACE_ONE else 1.0
-    return factor * float(bound)
+    return Neighbouring.parse(neighbouring).histogram_factor * float(bound)
 
 
 def release_group_counts(group_codes, n_groups, std, n_samples, rng):
