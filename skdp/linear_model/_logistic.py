@@ -98,8 +98,8 @@ def _warn_unscaled(X):
     above = np.count_nonzero(head > _UNSCALED_MEDIAN, axis=0)
     maybe = np.flatnonzero(2 * above >= head.shape[0])
     medians = np.median(head[:, maybe], axis=0)
-    far = maybe[medians > _UNSCALED_MEDIAN]
-    medians = medians[medians > _UNSCALED_MEDIAN]
+    beyond = medians > _UNSCALED_MEDIAN
+    far, medians = maybe[beyond], medians[beyond]
     if far.size == 0:
         return
     shown = ", ".join(str(j) for j in far[:10]) + (", ..." if far.size > 10 else "")
