@@ -293,6 +293,20 @@ class _ProjectedOnce(_Rows):
         return Batch(rows, targets, scale, norm, weights)
 
 
+class _SlicedRows(_ProjectedOnce):
+    """In-memory rows read by contiguous slices, their projections computed once.
+
+    A cyclic or shuffled run on an array in memory (a shuffled one copied in
+    its secret order) reads each batch as a slice: the rows and their
+    records (:class:`_ProjectedOnce`) are views, so a step computes no norm
+    or projection (docs/benchmarks.md, "DP-SGD epoch speed").
+    """
+
+    def batch(self, index):
+        """The :class:`Batch` of the slice ``index`` of the rows."""
+        return self._assemble(self._features(index), self.records[index])
+
+
 class _ArrangedRows(_ProjectedOnce):
     """In-memory rows and their records, rearranged every epoch, read by slices.
 
@@ -363,11 +377,13 @@ def training_rows(
     :mod:`~skdp._solvers._sgd._centre`) moves every row once it is on the
     public ball (:func:`~skdp._solvers._rows.centred_rows`): an in-memory
     array once, into a float64 copy; a memmap's rows as each batch is read.
-    Poisson runs on an in-memory array look each row's projection up
-    (:class:`_ProjectedOnce`); balls-and-bins runs rearrange the rows and
-    those projections every epoch (:class:`_ArrangedRows`; a memmap:
-    :class:`_AllocatedMemmapRows`); the others project each batch as it is
-    read.
+    On an in-memory array, each row's projection is computed once: Poisson
+    runs look it up (:class:`_ProjectedOnce`), cyclic and shuffled runs read
+    it by slices (:class:`_SlicedRows`) and balls-and-bins runs rearrange
+    the rows and those projections every epoch (:class:`_ArrangedRows`). A
+    memmap's batches are projected as they are read
+    (:class:`_ProjectedAsRead`; balls-and-bins:
+    :class:`_AllocatedMemmapRows`).
 
     Returns
     -------
@@ -389,6 +405,8 @@ def training_rows(
         kind = _ArrangedRows if in_memory else _AllocatedMemmapRows
     elif plan.sampling == "poisson" and in_memory:
         kind = _ProjectedOnce
+    elif in_memory:
+        kind = _SlicedRows
     else:
         kind = _ProjectedAsRead
     return kind(
