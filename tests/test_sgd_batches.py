@@ -16,8 +16,7 @@ from test_sgd_run import _reference_gradient
 
 from skdp._solvers._allocation import allocate_epoch
 from skdp._solvers._rows import row_projection
-from skdp._solvers._sgd import make_plan, poisson_batch, run_logistic_sgd
-from skdp._solvers._sgd import _batches
+from skdp._solvers._sgd import _batches, make_plan, poisson_batch, run_logistic_sgd
 from skdp._solvers._sgd._batches import batch_indices
 
 
