@@ -47,3 +47,21 @@ def test_a_declared_row_bound_says_nothing():
     X, y = _rows()
     X = np.column_stack([X, np.full(len(y), 50.0)])
     assert not _fit(X, y, row_norm=60.0)
+
+
+def test_counts_with_a_small_median_are_named():
+    # Visit counts: median about 4, a sixth beyond 10; a median rule misses them.
+    X, y = _rows()
+    counts = np.random.default_rng(2).negative_binomial(1, 0.15, len(y))
+    assert np.median(counts) < 10 and np.mean(counts > 10) >= 0.05
+    (warning,) = _fit(np.column_stack([X, counts]), y)
+    assert str(warning.message).startswith("Columns 3 of X are far outside")
+
+
+def test_a_dataframe_s_columns_are_named_by_their_names():
+    pd = pytest.importorskip("pandas")
+    X, y = _rows()
+    frame = pd.DataFrame(X, columns=["share", "z", "flag"])
+    frame["visits"] = np.random.default_rng(2).negative_binomial(1, 0.15, len(y))
+    (warning,) = _fit(frame, y)
+    assert str(warning.message).startswith("Columns visits of X are far outside")

@@ -76,36 +76,38 @@ def _encode_labels(y, classes, chunk=1 << 20):
     return codes
 
 
-# A column whose median absolute value is above this is not on a public
-# scale (encoded columns lie in [-1, 1]; standardised ones have medians near
-# 0.7, heavy tails included).
-_UNSCALED_MEDIAN = 10.0
+# A column with at least ``_UNSCALED_SHARE`` of its values beyond
+# ``_UNSCALED_LIMIT`` in absolute value is not on a public scale: encoded
+# columns lie in [-1, 1], standardised ones put about 1% beyond 10 even with
+# the heavy tails of a Student t with 2 degrees of freedom; raw amounts and
+# counts put far more.
+_UNSCALED_LIMIT = 10.0
+_UNSCALED_SHARE = 0.05
 # Rows that check reads (a memmap is not read whole for a warning).
 _SCALE_CHECK_ROWS = 10_000
 
 
-def _warn_unscaled(X):
+def _warn_unscaled(X, names=None):
     """Say so when columns of ``X`` are far outside [-1, 1] (its first rows).
 
     The defaults assume features on a public scale; raw amounts keep the
     privacy guarantee but can make the model and its probabilities poor.
+    ``names``: the columns' names (a DataFrame's), else their positions.
     """
     head = np.abs(np.asarray(X[:_SCALE_CHECK_ROWS], dtype=float))
     if head.size == 0:
         return
-    # A median above the limit needs half the values above it: count first,
-    # sort only the columns that pass (usually none).
-    above = np.count_nonzero(head > _UNSCALED_MEDIAN, axis=0)
-    maybe = np.flatnonzero(2 * above >= head.shape[0])
-    medians = np.median(head[:, maybe], axis=0)
-    beyond = medians > _UNSCALED_MEDIAN
-    far, medians = maybe[beyond], medians[beyond]
+    beyond = np.count_nonzero(head > _UNSCALED_LIMIT, axis=0)
+    far = np.flatnonzero(beyond >= _UNSCALED_SHARE * head.shape[0])
     if far.size == 0:
         return
-    shown = ", ".join(str(j) for j in far[:10]) + (", ..." if far.size > 10 else "")
+    labels = [str(names[j]) if names is not None else str(j) for j in far[:10]]
+    shown = ", ".join(labels) + (", ..." if far.size > 10 else "")
+    largest = float(head[:, far].max())
     warnings.warn(
-        f"Columns {shown} of X are far outside [-1, 1] (median absolute "
-        f"value up to {medians.max():.3g}); DP-SGD's default clip, step "
+        f"Columns {shown} of X are far outside [-1, 1] (at least "
+        f"{_UNSCALED_SHARE:.0%} of their values beyond {_UNSCALED_LIMIT:g} in "
+        f"absolute value, up to {largest:.3g}); DP-SGD's default clip, step "
         "and probability floor assume features on a public scale. Encode the "
         "table from its declaration (make_private_pipeline(TableSchema(...), "
         "...) or SchemaEncoder), or map each column to [-1, 1] by public "
@@ -654,9 +656,10 @@ default="poisson"
         PrivacyLeakWarning
             ``classes=None``: the classes are read from ``y``.
         UnscaledFeaturesWarning
-            No ``row_norm`` and columns of ``X`` (an in-memory array) with a
-            median absolute value above 10 in its first 10,000 rows: the
-            defaults assume features on a public scale.
+            No ``row_norm`` and columns of ``X`` (an in-memory array) with
+            at least 5% of their values beyond 10 in absolute value in its
+            first 10,000 rows: the defaults assume features on a public
+            scale.
         """
         if is_dask_collection(X):
             return self._fit_private(self._dask_validated(X, y, sample_weight))
@@ -684,7 +687,7 @@ default="poisson"
         weights = check_sample_weight(sample_weight, X.shape[0])
         classes = resolve_classes(y, self.classes, "DPLogisticRegression")
         if self.row_norm is None:
-            _warn_unscaled(X)
+            _warn_unscaled(X, getattr(self, "feature_names_in_", None))
         return _FitData(X, _encode_labels(y, classes), classes, weights)
 
     # The steps of the private fit (skdp._base.PrivateFitMixin).
