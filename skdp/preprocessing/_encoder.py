@@ -536,8 +536,9 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"Column {name!r} holds values that are not declared categories "
                 f"(e.g. {shown!r}; declared: {_shown_categories(spec)}); declare "
-                f"them in the schema, or use handle_unknown='ignore' or "
-                f"'other'.{_range_hint(spec)}{_type_hint(spec, shown)}"
+                f"them in the schema, or pass handle_unknown='ignore' or "
+                f"'other' (to SchemaEncoder or make_private_pipeline)."
+                f"{_range_hint(spec)}{_type_hint(spec, shown)}"
             )
         width = len(spec.categories) + int(self.handle_unknown == "other")
         out = np.zeros((codes.size, width))
