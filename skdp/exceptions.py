@@ -2,9 +2,11 @@
 
 __all__ = [
     "ClippedValuesWarning",
+    "IndependentColumnsWarning",
     "OrderGridWarning",
     "PrivacyLeakWarning",
     "UndeclaredBoundWarning",
+    "SpreadSpikeWarning",
     "UnscaledFeaturesWarning",
     "WideBoundsWarning",
     "WeakDeltaWarning",
@@ -81,6 +83,17 @@ class IndependentColumnsWarning(UserWarning):
     columns are sampled independently of each other: every relation
     between columns is lost. Decided from ``selected_``, which the fit
     releases anyway.
+    """
+
+
+class SpreadSpikeWarning(UserWarning):
+    """A value holding a large share of a numeric column shares its public bin.
+
+    Synthetic values are drawn uniformly within a bin, so such a spike (the
+    zeros of a count, a round amount) comes back spread over the bin's
+    other values, and the column's mean moves with it. Declaring a bin of
+    its own for the value keeps it. Said to whoever runs the fit, from the
+    data; never released.
     """
 
 

@@ -227,3 +227,33 @@ def test_a_fit_that_measured_no_pair_says_its_columns_are_independent():
         model = DPSyntheticData(epsilon=0.01, domain=domain, random_state=0)
         model.fit(frame.iloc[:200])
     assert model.selected_ == []
+
+
+def _spiky_table(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "visits": rng.negative_binomial(1, 0.4, n).clip(0, 100),
+            "age": rng.integers(18, 90, n),
+            "group": rng.choice(["a", "b"], n),
+        }
+    )
+    return frame, {"visits": (0, 100), "age": (0, 100), "group": ["a", "b"]}
+
+
+def test_a_spike_sharing_its_bin_is_named_and_a_bin_of_its_own_keeps_it():
+    import warnings
+
+    from skdp import SpreadSpikeWarning
+
+    frame, domain = _spiky_table()
+    with pytest.warns(SpreadSpikeWarning, match=r"'visits': 0 is 4\d% of the values"):
+        spread = DPSyntheticData(epsilon=1.0, domain=domain, random_state=0).fit(frame)
+    zeros = (frame["visits"] == 0).mean()
+    assert (spread.sample()["visits"] == 0).mean() < 0.75 * zeros
+
+    domain["visits"] = Numeric(0, 100, bins=[0, 1, 2, 3, 5, 10, 20, 100])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SpreadSpikeWarning)  # nor for the ages
+        kept = DPSyntheticData(epsilon=1.0, domain=domain, random_state=0).fit(frame)
+    assert abs((kept.sample()["visits"] == 0).mean() - zeros) < 0.05

@@ -409,12 +409,15 @@ def _encode_categorical(spec, values, handle_unknown):
     return codes, n_unknown
 
 
-def _encode_numeric(spec, values, spans=None):
+def _encode_numeric(spec, values, spans=None, spikes=None):
     """Codes of a numeric column and how many values were clipped.
 
     Text is refused even where it reads as a number (``"5"``). If ``spans``
     is a dict, it receives ``key -> (share, low, high)``, the share of the
-    declared range the values span (:func:`~skdp.utils._validation.span_share`).
+    declared range the values span (:func:`~skdp.utils._validation.span_share`);
+    if ``spikes`` is a dict, ``key -> (value, share, lo, hi)`` when a single
+    value holds at least :data:`SPIKE_SHARE` of the column and shares its
+    bin with other values (:func:`spread_spike`).
     """
     if values.dtype.kind in "OSU":
         text = [v for v in values if isinstance(v, str)]
@@ -438,10 +441,58 @@ def _encode_numeric(spec, values, spans=None):
     n_clipped = int(np.count_nonzero((x < spec.low) | (x > spec.high)))
     x = np.clip(x, spec.low, spec.high)
     codes = np.searchsorted(spec.edges, x, side="right") - 1
-    return np.clip(codes, 0, spec.n_values - 1).astype(np.int64), n_clipped
+    codes = np.clip(codes, 0, spec.n_values - 1).astype(np.int64)
+    if spikes is not None:
+        spike = spread_spike(spec, x)
+        if spike is not None:
+            spikes[spec.key] = spike
+    return codes, n_clipped
 
 
-def encode_table(columns, specs, *, handle_unknown="error", report=None, spans=None):
+#: A value holding at least this share of a numeric column is a spike: drawn
+#: uniformly over a bin it shares with other values, it is spread over them.
+SPIKE_SHARE = 0.2
+#: Values :func:`spread_spike` reads (a warning needs no more).
+_SPIKE_ROWS = 100_000
+
+
+def spread_spike(spec, x):
+    """The column's most frequent value if a spike shares its bin, else None.
+
+    Synthetic values are drawn uniformly within a public bin, so a value
+    holding at least :data:`SPIKE_SHARE` of the (first ``_SPIKE_ROWS``)
+    values comes back spread over its bin's other values: an integer bin
+    holding more than one integer, or any bin of a continuous column.
+    For a warning to the curator, never released.
+
+    Returns
+    -------
+    (value, share, lo, hi) or None
+        The value, its share, and its bin's range (an integer bin's first
+        and last integers).
+    """
+    x = x[:_SPIKE_ROWS]
+    if x.size == 0:
+        return None
+    values, counts = np.unique(x, return_counts=True)
+    top = int(np.argmax(counts))
+    share = counts[top] / x.size
+    if share < SPIKE_SHARE:
+        return None
+    code = int(np.searchsorted(spec.edges, values[top], side="right") - 1)
+    code = min(max(code, 0), spec.n_values - 1)
+    lo, hi = float(spec.edges[code]), float(spec.edges[code + 1])
+    if spec.integer:
+        # The bin's first and last integers (its edges are half-integers).
+        lo, hi = math.ceil(lo) + 0.0, math.ceil(hi) - 1.0
+    if hi <= lo:
+        return None
+    return float(values[top]), float(share), lo, hi
+
+
+def encode_table(
+    columns, specs, *, handle_unknown="error", report=None, spans=None, spikes=None
+):
     """Codes of shape (n_rows, n_columns).
 
     Missing values go to the missing level (or are refused without one);
@@ -449,7 +500,8 @@ def encode_table(columns, specs, *, handle_unknown="error", report=None, spans=N
     outside the declared range are clipped into it. If ``report`` is a dict,
     it receives ``column -> (n_clipped_or_mapped, kind)`` for the columns
     where that happened, and ``spans`` each numeric column's span of its
-    range (:func:`_encode_numeric`; both for warnings to the curator, never
+    range and ``spikes`` each numeric column's spread spike
+    (:func:`_encode_numeric`; all for warnings to the curator, never
     released).
     """
     n_rows = len(columns[0][1])
@@ -466,7 +518,9 @@ def encode_table(columns, specs, *, handle_unknown="error", report=None, spans=N
             )
             kind = "mapped to 'other'"
         else:
-            column[present], changed = _encode_numeric(spec, array[present], spans)
+            column[present], changed = _encode_numeric(
+                spec, array[present], spans, spikes
+            )
             kind = _clipped_words(changed, int(present.sum()))
             fractional = _fractional_count(spec, array[present])
             if fractional:

@@ -15,7 +15,7 @@ from .._solvers._aim import AIMPolicy
 from .._solvers._measure import CodesCounts, CountedTables
 from .._solvers._tree import TreePolicy
 from ..accounting import account
-from ..exceptions import IndependentColumnsWarning
+from ..exceptions import IndependentColumnsWarning, SpreadSpikeWarning
 from ..schema import TableSchema
 from ..schema._schema import did_you_mean
 from ..utils._sklearn import Interval, StrOptions, fit_context
@@ -547,16 +547,18 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
         """The counts source of the run; one warning for the values that moved."""
         sizes = tuple(plan.sizes)
         if data.counted is None:
-            report, spans = {}, {}
+            report, spans, spikes = {}, {}, {}
             codes = encode_table(
                 data.columns,
                 plan.specs,
                 handle_unknown=self.handle_unknown,
                 report=report,
                 spans=spans,
+                spikes=spikes,
             )
             _warn_domain(report, plan)
             warn_wide_bounds(spans)
+            _warn_spikes(spikes)
             return CodesCounts(codes, sizes)
         counted = data.counted
         _warn_domain(counted.report, plan)
@@ -683,6 +685,32 @@ def _warn_domain(report, plan):
     warnings.warn(
         f"Values outside the domain: {details}.",
         DomainWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
+def _warn_spikes(spikes):
+    """One :class:`SpreadSpikeWarning` for the numeric columns whose spike shares a bin.
+
+    ``spikes``: column key -> ``(value, share, lo, hi)``
+    (:func:`._domain.spread_spike`), in column order.
+    """
+    if not spikes:
+        return
+    details = "; ".join(
+        f"{key!r}: {value:g} is {share:.0%} of the values, in a bin spanning "
+        f"{lo:g} to {hi:g}"
+        for key, (value, share, lo, hi) in spikes.items()
+    )
+    warnings.warn(
+        f"Frequent values share a public bin with other values: {details}. "
+        "Synthetic values are drawn uniformly within a bin, so such a value "
+        "comes back spread over the bin (a count's zeros as 0 to 3, say). "
+        "Declare a bin of its own for it: Numeric(low, high, bins=[edges]) "
+        "with an edge on each side of the value (for an integer column, "
+        "bins=[0, 1, 2, 3, 5, 10, ...] gives 0, 1 and 2 bins of their own), "
+        "or one bin per value (bins=high - low + 1).",
+        SpreadSpikeWarning,
         stacklevel=user_stacklevel(),
     )
 
