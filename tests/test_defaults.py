@@ -20,6 +20,7 @@ from skdp._solvers._sgd import (
     tail_noise_variance,
     temperature_bound,
 )
+from skdp._solvers._sgd._floor import calibrate_from_sums
 from skdp.accounting import PoissonGaussianEvent, account
 from skdp.linear_model import DPLogisticRegression
 
@@ -250,6 +251,72 @@ def test_tail_noise_variance_is_the_noise_of_a_flat_run():
     )
     expected = tail_noise_variance(plan, z)
     assert draws.var() == pytest.approx(expected, rel=0.1)
+
+
+class _FlatSums:
+    """Rows whose loss is flat along the floor's path: only the start decides."""
+
+    def class_counts(self, n_classes):
+        return np.full(n_classes, 100)
+
+    def temperature_derivatives(self, W, anchor, row_norm, fit_intercept, policy):
+        return np.zeros(len(policy.floor_grid))
+
+
+class _NoNoise:
+    """A generator whose Gaussian draws are their means."""
+
+    def normal(self, loc, scale, size=None):
+        return np.full(size, loc, dtype=float)
+
+
+@pytest.mark.parametrize(
+    "n_coef, ratio, expected",
+    [(2, 1.0, 1.0), (4, 2.0, 0.5), (10, 4.0, 0.0)],
+)
+def test_floor_start_is_james_stein_d_minus_2(n_coef, ratio, expected):
+    """The public start shrinks by the noise of ``d - 2`` coefficients.
+
+    James and Stein's positive-part factor ``1 - (d - 2) v / ||w||^2`` (``v``
+    the noise variance per coefficient) has the least expected squared error;
+    with ``d`` in place of ``d - 2`` (at the policy's strength) a model of 4
+    coefficients whose energy is twice the noise's would start at the prior,
+    and one of 2 coefficients would be shrunk at all. ``ratio`` is ``||w||^2
+    / v``; with flat derivatives and no release noise the floor releases the
+    grid point nearest the start, ``max(0, 1 - strength (d - 2) / ratio)``.
+    """
+    plan = make_plan(
+        n_samples=1000,
+        n_classes=2,
+        row_norm=None,
+        batch_size=100,
+        epochs=2,
+        sampling="poisson",
+        solver="dp-sgd",
+        learning_rate=0.5,
+        lr_schedule="constant",
+        l2=0.0,
+        l1=0.0,
+        clip_norm=1.0,
+        projection_radius=None,
+        tail_fraction=0.5,
+        calibration_noise=1.0,
+    )
+    z = 3.0
+    v = tail_noise_variance(plan, z)
+    W = np.full((n_coef, 1), math.sqrt(ratio * v / n_coef))
+    strength = DEFAULT_POLICY.shrink_strength
+    assert expected == pytest.approx(max(0.0, 1.0 - strength * (n_coef - 2) / ratio))
+    out = calibrate_from_sums(
+        _FlatSums(),
+        W,
+        plan,
+        z,
+        row_norm=None,
+        fit_intercept=False,
+        rng=_NoNoise(),
+    )
+    np.testing.assert_allclose(out, expected * W, rtol=1e-9, atol=1e-15)
 
 
 def _panel_table(name):

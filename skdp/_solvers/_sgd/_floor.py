@@ -161,13 +161,22 @@ def tail_noise_variance(plan, noise_multiplier, steps=None):
     return float(np.sum((std * weight) ** 2))
 
 
-def public_shrinkage(W, energy, fit_intercept, strength=DEFAULT_POLICY.shrink_strength):
+def public_shrinkage(
+    W,
+    energy,
+    fit_intercept,
+    strength=DEFAULT_POLICY.shrink_strength,
+    offset=DEFAULT_POLICY.shrink_offset,
+):
     """The share of the coefficients that is not expected to be noise.
 
-    A positive-part James-Stein factor ``kappa = max(0, 1 - strength * E /
-    ||coef||^2)``, ``E`` the expected energy of the injected noise in the
-    coefficients (:func:`tail_noise_variance` times their number). Public:
-    a function of the released model, the plan and the noise multiplier.
+    A positive-part James-Stein factor ``kappa = max(0, 1 - strength * (d -
+    offset) v / ||coef||^2)``, ``v`` the variance of the injected noise in
+    each of the ``d`` coefficients (:func:`tail_noise_variance`, passed as
+    ``energy``). With ``offset`` 2 and ``strength`` 1 it is James and Stein's
+    (1961) estimator of least expected squared error for ``d >= 3`` noisy
+    coordinates; below 3 coefficients nothing is shrunk. Public: a function
+    of the released model, the plan and the noise multiplier.
 
     Returns
     -------
@@ -175,7 +184,8 @@ def public_shrinkage(W, energy, fit_intercept, strength=DEFAULT_POLICY.shrink_st
     """
     coef = W[:-1] if fit_intercept else W
     norm2 = float(np.sum(coef**2))
-    return max(0.0, 1.0 - strength * energy * coef.size / max(norm2, 1e-300))
+    dims = max(coef.size - offset, 0.0)
+    return max(0.0, 1.0 - strength * energy * dims / max(norm2, 1e-300))
 
 
 def _anchored(W, anchor, a, fit_intercept):
@@ -401,7 +411,9 @@ def calibrate_from_sums(
         anchor = np.zeros(W.shape[1])
         share = 1.0
     energy = tail_noise_variance(plan, noise_multiplier, steps)
-    start = public_shrinkage(W, energy, fit_intercept, policy.shrink_strength)
+    start = public_shrinkage(
+        W, energy, fit_intercept, policy.shrink_strength, policy.shrink_offset
+    )
     std = budget / math.sqrt(share) * temperature_bound(n_classes, policy)
     derivative = sums.temperature_derivatives(
         W, anchor, row_norm, fit_intercept, policy

@@ -150,6 +150,9 @@ class SGDPolicy:
     #: Leave the start only when another point wins by this many noise deviations
     #: (docs/benchmarks.md, "The probability floor").
     floor_margin: float = 2.0
+    #: The start shrinks by the noise of d - 2 of the d coefficients, James and Stein's
+    #: least-risk constant (docs/benchmarks.md, "Where the floor stops short").
+    shrink_offset: float = 2.0
 
     def __post_init__(self):
         """Refuse clip shares outside (0, 1]: amplified events assume C <= G."""
