@@ -65,6 +65,7 @@ BENCHMARK_HEADINGS = (
     "Synthetic data on the panel",
     "Balls-and-bins batches",
     "Fewer balls-and-bins epochs",
+    "Where the floor stops short",
     "Logistic regression on Dask",
     "Worst-group fairness on Dask",
 )
