@@ -214,3 +214,64 @@ def test_coarsened_candidates_take_the_add_remove_runs_where_the_rule_split():
     ]
     assert widths and max(widths) <= 3 + 1  # runs, and a missing level at most
     assert all(w < sizes[0] for w in widths)
+
+
+def _grid_bins(spec, compression, n_bins):
+    """The equal-width bin of the declared range holding each ordered level's
+    centre (the mean centre of the public bins it merges)."""
+    positions = bin_positions(spec)
+    merged = compression.mapping[: positions.size]
+    centres = np.array(
+        [positions[merged == k].mean() for k in range(compression.n_ordered)]
+    )
+    return np.minimum((centres * n_bins).astype(int), n_bins - 1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_in_the_band_no_round_re_measures_a_one_way_marginal(seed):
+    """In the band the 1-way marginals took half the budget: the rounds
+    select column sets of two or more columns only."""
+    codes, specs = _codes(400)
+    result = _fit(codes, specs, 0.05, seed=seed)
+    assert result.selected and all(len(s) >= 2 for s in result.selected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_in_the_band_coarsened_columns_read_the_public_grid(seed):
+    """A coarsened numeric column groups its levels by the equal-width bins
+    of its declared range (``add_remove_coarse_levels`` of them): a group
+    never spans two. A record is still in one cell: every model level is in
+    exactly one group."""
+    codes, specs = _codes(400)
+    result = _fit(codes, specs, 0.05, seed=seed)
+    target = FAST.add_remove_coarse_levels
+    checked = 0
+    for m in result.measurements:
+        if m.groups is None:
+            continue
+        for groups, v in zip(m.groups, m.clique, strict=True):
+            if groups is None or specs[v].edges is None:
+                continue
+            compression = result.model.compression[v]
+            assert groups.size == compression.n_levels
+            bins = _grid_bins(specs[v], compression, target)
+            head = groups[: compression.n_ordered]
+            assert np.array_equal(np.unique(head), np.arange(head.max() + 1))
+            for g in np.unique(head):
+                assert np.unique(bins[head == g]).size == 1
+            checked += 1
+    assert checked
+
+
+def test_the_former_rounds_stay_a_policy_option():
+    """``add_remove_multi_column_rounds=False`` and ``add_remove_coarse_grid=False``:
+    1-way candidates and runs of about equal mass, as before."""
+    codes, specs = _codes(400)
+    policy = AIMPolicy(
+        round_iter=10,
+        final_iter=20,
+        add_remove_multi_column_rounds=False,
+        add_remove_coarse_grid=False,
+    )
+    selected = [_fit(codes, specs, 0.05, policy, seed).selected for seed in range(4)]
+    assert any(len(s) == 1 for run in selected for s in run)

@@ -189,6 +189,18 @@ class AIMPolicy:
     #: noise (None: never coarsened) (docs/benchmarks.md, "Synthetic data on
     #: the panel").
     add_remove_coarse_levels: int | None = 8
+    #: ... and those runs are the equal-width bins of the column's declared
+    #: range (the hierarchy's coarsest grid at 8) holding its levels' centres,
+    #: not runs of about equal estimated mass: every coarsened table then
+    #: reads the same public grid (False: equal mass) (docs/benchmarks.md,
+    #: "Synthetic data on the panel").
+    add_remove_coarse_grid: bool = True
+    #: Under add-remove, where the split rule sets the budget, the rounds
+    #: select among the candidates of two or more columns only: a round on a
+    #: 1-way marginal, already measured with more budget than a round has,
+    #: barely moves the model (False: every candidate) (docs/benchmarks.md,
+    #: "Synthetic data on the panel").
+    add_remove_multi_column_rounds: bool = True
     #: Coarsened candidates only when the first rounds' noise std is at least
     #: this share of the rows: at lower noise the full tables pay for their
     #: cells (docs/benchmarks.md, "Synthetic data").
@@ -566,15 +578,61 @@ def _coarse_groups(compression, ordered, target):
     return groups
 
 
-def _variants(candidates, compression, ordered, target):
+def _grid_groups(compression, positions, target):
+    """Groups of ordered levels by equal-width bins of the range, or None.
+
+    Each of the column's kept ordered levels goes to the one of ``target``
+    equal-width bins of its declared range that holds its centre (the mean
+    of the centres of the public bins it merges, ``positions``, as fractions
+    of the range); bins holding no level are dropped; every other level is a
+    group of its own. ``None`` when every group would be a single level.
+    Public: the positions and the compression (post-processing of released
+    measurements).
+    """
+    if target is None or positions is None:
+        return None
+    positions = np.asarray(positions, dtype=float)
+    n_ordered = compression.n_ordered
+    if n_ordered <= 0:
+        return None
+    merged = compression.mapping[: positions.size]
+    members = np.bincount(merged, minlength=n_ordered)[:n_ordered]
+    centres = np.bincount(merged, weights=positions, minlength=n_ordered)[:n_ordered]
+    centres = centres / np.maximum(members, 1)
+    head = np.minimum((centres * target).astype(np.int64), target - 1)
+    head = np.unique(head, return_inverse=True)[1].astype(np.int64)
+    if int(head.max()) + 1 >= n_ordered:
+        return None
+    groups = np.empty(compression.n_levels, dtype=np.int64)
+    groups[:n_ordered] = head
+    groups[n_ordered:] = head.max() + 1 + np.arange(compression.n_levels - n_ordered)
+    return groups
+
+
+def _variants(
+    candidates, compression, ordered, target, positions=None, multi_column=False
+):
     """Candidate measurements ``(column set, groups or None)``.
 
-    Every column set as it is, plus a coarsened version of each multi-column
-    set that has an ordered column with coarse groups.
+    Every column set as it is (with ``multi_column``, of two or more columns
+    only, when there are such sets), plus a coarsened version of each
+    multi-column set that has an ordered column with coarse groups: runs of
+    adjacent levels (:func:`_coarse_groups`) or, with ``positions`` (per
+    column, ``None`` or the centres of its public bins), equal-width bins of
+    the declared range (:func:`_grid_groups`).
     """
-    coarse = [
-        _coarse_groups(c, k, target) for c, k in zip(compression, ordered, strict=True)
-    ]
+    if positions is None:
+        coarse = [
+            _coarse_groups(c, k, target)
+            for c, k in zip(compression, ordered, strict=True)
+        ]
+    else:
+        coarse = [
+            _grid_groups(c, p, target) if k > 0 else None
+            for c, k, p in zip(compression, ordered, positions, strict=True)
+        ]
+    if multi_column and any(len(r) > 1 for r in candidates):
+        candidates = [r for r in candidates if len(r) > 1]
     out = [(r, None) for r in candidates]
     for r in candidates:
         if len(r) > 1 and any(coarse[v] is not None for v in r):
@@ -878,18 +936,18 @@ def fit_aim(
     state.events.extend(first_events)
     state.refit(policy.final_iter if budget.finished else policy.round_iter)
     # 3. The adaptive rounds, until the budget says the last one ran.
+    add_remove_split = neighbouring == "add-remove" and plan.share is not None
     setup = _Setup(
         candidates,
         _variants(
             candidates.sets,
             compression,
             ordered,
-            _coarse_target(
-                sensitivity.l2 * budget.z,
-                n_rows,
-                policy,
-                neighbouring == "add-remove" and plan.share is not None,
-            ),
+            _coarse_target(sensitivity.l2 * budget.z, n_rows, policy, add_remove_split),
+            positions
+            if runs_numeric and add_remove_split and policy.add_remove_coarse_grid
+            else None,
+            add_remove_split and policy.add_remove_multi_column_rounds,
         ),
         sensitivity.l2,
         max_cells,
