@@ -136,6 +136,20 @@ def _reference_allocation_run(X, codes, plan, z, row_norm, rng, sample_weight):
     return W_sum / n_averaged
 
 
+def _seeded_run(X, codes, plan, sample_weight):
+    """The weights of a run at noise multiplier 0.8, row bound 1.5, seed 3."""
+    return run_logistic_sgd(
+        X,
+        codes,
+        plan,
+        0.8,
+        row_norm=1.5,
+        fit_intercept=True,
+        rng=np.random.default_rng(3),
+        sample_weight=sample_weight,
+    ).weights
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("storage", ["array", "float32", "memmap"])
@@ -156,16 +170,7 @@ def test_balls_and_bins_run_matches_reference_loop(
     codes = rng.integers(n_classes, size=n).astype(np.uint8)
     sample_weight = rng.uniform(size=n) if weighted else None
     plan = _allocation_plan(n, n_classes=n_classes, epochs=2)
-    got = run_logistic_sgd(
-        X,
-        codes,
-        plan,
-        0.8,
-        row_norm=1.5,
-        fit_intercept=True,
-        rng=np.random.default_rng(3),
-        sample_weight=sample_weight,
-    ).weights
+    got = _seeded_run(X, codes, plan, sample_weight)
     expected = _reference_allocation_run(
         X, codes, plan, 0.8, 1.5, np.random.default_rng(3), sample_weight
     )
@@ -189,20 +194,8 @@ def test_sliced_runs_match_batches_projected_as_read(
     sample_weight = rng.uniform(size=n) if weighted else None
     plan = _allocation_plan(n, n_classes=n_classes, epochs=2, sampling=sampling)
 
-    def run():
-        return run_logistic_sgd(
-            X,
-            codes,
-            plan,
-            0.8,
-            row_norm=1.5,
-            fit_intercept=True,
-            rng=np.random.default_rng(3),
-            sample_weight=sample_weight,
-        ).weights
-
-    got = run()
+    got = _seeded_run(X, codes, plan, sample_weight)
     monkeypatch.setattr(_batches, "_SlicedRows", _batches._ProjectedAsRead)
-    expected = run()
+    expected = _seeded_run(X, codes, plan, sample_weight)
     assert np.all(np.isfinite(got))
     assert got.tobytes() == expected.tobytes()
