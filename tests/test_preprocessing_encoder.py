@@ -372,7 +372,8 @@ def test_bounds_much_wider_than_the_values_are_named():
         DPSyntheticData(epsilon=1.0, domain=domain, random_state=0).fit(frame)
     # A zero-inflated column with a spread tail, a few rows or one value: no
     # call.
-    assert all("'gains'" not in str(w.message) for w in caught)
+    wide_calls = [w for w in caught if issubclass(w.category, WideBoundsWarning)]
+    assert wide_calls and all("'gains'" not in str(w.message) for w in wide_calls)
     with warnings.catch_warnings():
         warnings.simplefilter("error", WideBoundsWarning)
         SchemaEncoder(TableSchema({**wide, "income": (0, 2_500)})).fit_transform(frame)
