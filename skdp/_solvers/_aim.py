@@ -548,9 +548,18 @@ def _measured_bins(positions, n_rows, std, policy, per_sqrt):
     n_bins = max(policy.min_measured_bins, 2 ** math.floor(math.log2(max(target, 1.0))))
     if n_bins >= positions.size:
         return None
-    head = np.minimum((positions * n_bins).astype(np.int64), n_bins - 1)
-    head = np.unique(head, return_inverse=True)[1].astype(np.int64)
+    head = _equal_width_bins(positions, n_bins)
     return head if head.max() + 1 < positions.size else None
+
+
+def _equal_width_bins(positions, n_bins):
+    """The bin of each position among ``n_bins`` equal-width bins of [0, 1].
+
+    Positions are fractions of a column's range; bins holding no position
+    are dropped, so the bins are numbered 0, 1, ... in order.
+    """
+    head = np.minimum((positions * n_bins).astype(np.int64), n_bins - 1)
+    return np.unique(head, return_inverse=True)[1].astype(np.int64)
 
 
 def _measured_levels(size, head):
@@ -599,8 +608,7 @@ def _grid_groups(compression, positions, target):
     members = np.bincount(merged, minlength=n_ordered)[:n_ordered]
     centres = np.bincount(merged, weights=positions, minlength=n_ordered)[:n_ordered]
     centres = centres / np.maximum(members, 1)
-    head = np.minimum((centres * target).astype(np.int64), target - 1)
-    head = np.unique(head, return_inverse=True)[1].astype(np.int64)
+    head = _equal_width_bins(centres, target)
     if int(head.max()) + 1 >= n_ordered:
         return None
     groups = np.empty(compression.n_levels, dtype=np.int64)
