@@ -147,6 +147,35 @@ def test_private_scaler_spend_is_composed(adult):
     assert 1.0 < pipe.privacy_spent_.epsilon <= 1.5
 
 
+def test_privacy_plan_of_a_pipeline_is_what_its_fit_spends(adult):
+    X, y = adult
+    pipe = make_private_pipeline(SCHEMA, fast_model(epsilon=1.0))
+    noise, planned, delta = pipe.privacy_plan(len(X))
+    assert (noise, planned, delta) == pipe[-1].privacy_plan(len(X))
+    assert delta == planned.delta
+    assert not hasattr(pipe[-1], "coef_")  # planned without fitting anything
+    pipe.fit(X, y)
+    assert planned.epsilon == pytest.approx(pipe.privacy_spent_.epsilon)
+
+    schema = TableSchema({"age": (17, 90), "hours_per_week": (1, 99)}, classes=[0, 1])
+    scaled = PrivatePipeline(
+        [
+            ("encoder", SchemaEncoder(schema)),
+            ("scaler", DPStandardScaler((-1.0, 1.0), epsilon=0.5, random_state=0)),
+            ("model", fast_model(epsilon=1.0, row_norm=4.0, classes=[0, 1])),
+        ]
+    )
+    _, planned, _ = scaled.privacy_plan(len(X))
+    model_only = scaled[-1].privacy_plan(len(X))[1]
+    assert planned.epsilon > model_only.epsilon  # the scaler's spend is in it
+    scaled.fit(X, y)
+    assert planned.epsilon == pytest.approx(scaled.privacy_spent_.epsilon)
+
+    plain = PrivatePipeline([("encoder", SchemaEncoder(schema)), ("lr", PCA())])
+    with pytest.raises(TypeError, match="no privacy_plan"):
+        plain.privacy_plan(len(X))
+
+
 def test_bad_input_is_refused_before_any_state_changes(adult):
     X, y = adult
     pipe = make_private_pipeline(SCHEMA, fast_model(epsilon=1.0))

@@ -23,8 +23,8 @@ from ..accounting import Neighbouring, PrivacySpent, compose_spent
 from ..exceptions import PrivacyLeakWarning
 from ..pipeline import check_pipeline
 from ..pipeline._leaks import final_estimator, warn_leaks
+from ..pipeline._plan import check_candidate, fit_spends, undeclared_classes
 from ._pairs import compose_pairs, replace_one_pair
-from ._plan import check_candidate, fit_spends, undeclared_classes
 
 __all__ = ["search_privacy"]
 

@@ -13,6 +13,7 @@ from ..accounting import compose_spent
 from ..preprocessing import SchemaEncoder
 from ..preprocessing._encoder import _as_schema, _is_frame
 from ._leaks import _leaves, check_pipeline, final_estimator
+from ._plan import check_candidate, fit_spends
 
 __all__ = ["PrivatePipeline", "make_private_pipeline", "privacy_spent"]
 
@@ -297,6 +298,44 @@ class PrivatePipeline(Pipeline):
         if spent is None:
             raise AttributeError("privacy_spent_: no step of the pipeline is fitted.")
         return spent
+
+    def privacy_plan(self, n_samples, n_classes=None):
+        """Noise and privacy of a fit on ``n_samples`` rows, without any data.
+
+        Like the final estimator's ``privacy_plan``, for the whole Pipeline:
+        every DP step (a ``DPStandardScaler``, the model; nested Pipelines,
+        ColumnTransformers and FeatureUnions opened) is fitted on the same
+        rows, so their planned spends compose, as ``privacy_spent_`` will
+        once fitted.
+
+        Parameters
+        ----------
+        n_samples : int
+        n_classes : int or None, default=None
+            Passed to the final estimator's ``privacy_plan``; ``None``: its
+            declared ``classes`` (from the schema when built by
+            :func:`make_private_pipeline`), or 2 without them.
+
+        Returns
+        -------
+        noise_multiplier : float
+            The final estimator's.
+        privacy_spent : skdp.accounting.PrivacySpent
+            Every DP step's planned spend, composed.
+        delta : float
+            ``privacy_spent.delta``.
+
+        Raises
+        ------
+        TypeError
+            If the final step is not a private estimator with a
+            ``privacy_plan``, or a DP step before it has no known plan.
+        """
+        check_candidate(self)
+        spends = fit_spends(self, n_samples, n_classes, worst_classes=False)
+        spent = spends[0] if len(spends) == 1 else compose_spent(spends)
+        noise_multiplier = final_estimator(self).privacy_plan(n_samples, n_classes)[0]
+        return noise_multiplier, spent, spent.delta
 
     def _encoder(self):
         first = self.steps[0][1]

@@ -5,8 +5,8 @@ from dataclasses import replace
 import numpy as np
 from sklearn.pipeline import Pipeline
 
-from ..pipeline._leaks import _leaves, final_estimator, is_private
 from ..preprocessing import DPStandardScaler
+from ._leaks import _leaves, final_estimator, is_private
 
 __all__ = ["check_candidate", "fit_spends", "undeclared_classes"]
 
