@@ -29,7 +29,7 @@ from sklearn.preprocessing import (
 )
 
 from skdp import DPLogisticRegression, PrivacyLeakWarning, TableSchema
-from skdp.accounting import compose_spent
+from skdp.accounting import PrivacyPlan, compose_spent
 from skdp.datasets import ADULT_SCHEMA, load_adult
 from skdp.fairness import DPSaddlePointClassifier
 from skdp.pipeline import (
@@ -150,8 +150,11 @@ def test_private_scaler_spend_is_composed(adult):
 def test_privacy_plan_of_a_pipeline_is_what_its_fit_spends(adult):
     X, y = adult
     pipe = make_private_pipeline(SCHEMA, fast_model(epsilon=1.0))
-    noise, planned, delta = pipe.privacy_plan(len(X))
-    assert (noise, planned, delta) == pipe[-1].privacy_plan(len(X))
+    plan = pipe.privacy_plan(len(X))
+    assert isinstance(plan, PrivacyPlan)
+    noise, planned, delta = plan
+    assert plan == pipe[-1].privacy_plan(len(X))
+    assert (plan.noise_multiplier, plan.privacy_spent) == (noise, planned)
     assert delta == planned.delta
     assert not hasattr(pipe[-1], "coef_")  # planned without fitting anything
     pipe.fit(X, y)

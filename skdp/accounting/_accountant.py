@@ -24,6 +24,7 @@ another delta (:meth:`PrivacySpent.at_delta`) or composing it
 import abc
 import math
 from dataclasses import asdict, dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,6 +39,7 @@ __all__ = [
     "Accountant",
     "GDPAccountant",
     "PLDAccountant",
+    "PrivacyPlan",
     "PrivacySpent",
     "RDPAccountant",
     "TightestAccountant",
@@ -127,6 +129,28 @@ class PrivacySpent:
 def _order_at(orders, index, epsilon):
     """The best order of a conversion (nan when no order gave a finite bound)."""
     return float(orders[index]) if math.isfinite(epsilon) else math.nan
+
+
+class PrivacyPlan(NamedTuple):
+    """What a fit on a given number of rows will spend, known before any data.
+
+    Returned by the estimators' ``privacy_plan(n_samples)`` (and a
+    :class:`~skdp.pipeline.PrivatePipeline`'s); a tuple, so
+    ``noise, spent, delta = est.privacy_plan(n)`` unpacks it.
+
+    Attributes
+    ----------
+    noise_multiplier : float
+        The calibrated noise multiplier of the model's run.
+    privacy_spent : PrivacySpent
+        The spend the fitted estimator will report as ``privacy_spent_``.
+    delta : float
+        The delta that spend is reported at.
+    """
+
+    noise_multiplier: float
+    privacy_spent: "PrivacySpent"
+    delta: float
 
 
 def compose_spent(spents, *, delta=None):

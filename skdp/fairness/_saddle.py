@@ -13,7 +13,7 @@ from .._base import PrivateFitMixin, resolve_delta
 from .._solvers._gda import GDASolver
 from .._solvers._mirror import MirrorSolver
 from .._solvers._saddle import Centring, SaddleProblem, SaddleRows
-from ..accounting import account, calibrate_noise_multiplier
+from ..accounting import PrivacyPlan, account, calibrate_noise_multiplier
 from ..exceptions import PrivacyLeakWarning, UndeclaredBoundWarning
 from ..linear_model._base import LinearClassifierPredictMixin
 from ..linear_model._budget import centre_noise
@@ -551,9 +551,8 @@ class DPSaddlePointClassifier(
 
         Returns
         -------
-        noise_multiplier : float
-        privacy_spent : skdp.accounting.PrivacySpent
-        delta : float
+        skdp.accounting.PrivacyPlan
+            ``(noise_multiplier, privacy_spent, delta)``.
         """
         self._validate_params()
         self._check_settings()
@@ -572,7 +571,7 @@ class DPSaddlePointClassifier(
             n_groups = self._declared_groups().size
         plan = self._plan(int(n_samples), int(n_groups), int(n_features))
         z, spent = self._calibrated(plan)
-        return z, spent, self._delta(plan)
+        return PrivacyPlan(z, spent, self._delta(plan))
 
     def _resolve_groups(self, sensitive_features, n_samples):
         """Return ``(groups, codes)``; warn when the group set is read from data."""

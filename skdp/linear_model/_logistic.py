@@ -21,7 +21,7 @@ from .._solvers._sgd import (
     schedule_run,
 )
 from .._solvers._sgd._dask import HeldRows, run_logistic_sgd_dask
-from ..accounting import account
+from ..accounting import PrivacyPlan, account
 from ..exceptions import UndeclaredBoundWarning, UnscaledFeaturesWarning
 from ..utils._sklearn import Interval, StrOptions, fit_context, validate_data
 from ..utils._validation import (
@@ -604,9 +604,8 @@ default="poisson"
 
         Returns
         -------
-        noise_multiplier : float
-        privacy_spent : skdp.accounting.PrivacySpent
-        delta : float
+        skdp.accounting.PrivacyPlan
+            ``(noise_multiplier, privacy_spent, delta)``.
         """
         self._validate_params()
         self._check_settings()
@@ -620,7 +619,9 @@ default="poisson"
             run_spent = self._run_spend(plan, plan.run.events(noise_multiplier))
         else:
             run_spent = self._calibration(plan)[1]
-        return noise_multiplier, plan.budget.spend(run_spent), plan.budget.delta
+        return PrivacyPlan(
+            noise_multiplier, plan.budget.spend(run_spent), plan.budget.delta
+        )
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):

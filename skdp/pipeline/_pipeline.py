@@ -9,7 +9,7 @@ from sklearn import get_config
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
-from ..accounting import compose_spent
+from ..accounting import PrivacyPlan, compose_spent
 from ..preprocessing import SchemaEncoder
 from ..preprocessing._encoder import _as_schema, _is_frame
 from ._leaks import _leaves, check_pipeline, final_estimator
@@ -318,12 +318,9 @@ class PrivatePipeline(Pipeline):
 
         Returns
         -------
-        noise_multiplier : float
-            The final estimator's.
-        privacy_spent : skdp.accounting.PrivacySpent
-            Every DP step's planned spend, composed.
-        delta : float
-            ``privacy_spent.delta``.
+        skdp.accounting.PrivacyPlan
+            The final estimator's ``noise_multiplier``; as ``privacy_spent``,
+            every DP step's planned spend composed, and its ``delta``.
 
         Raises
         ------
@@ -335,7 +332,7 @@ class PrivatePipeline(Pipeline):
         spends = fit_spends(self, n_samples, n_classes, worst_classes=False)
         spent = spends[0] if len(spends) == 1 else compose_spent(spends)
         noise_multiplier = final_estimator(self).privacy_plan(n_samples, n_classes)[0]
-        return noise_multiplier, spent, spent.delta
+        return PrivacyPlan(noise_multiplier, spent, spent.delta)
 
     def _encoder(self):
         first = self.steps[0][1]
