@@ -247,8 +247,13 @@ def test_a_spike_sharing_its_bin_is_named_and_a_bin_of_its_own_keeps_it():
     from skdp import SpreadSpikeWarning
 
     frame, domain = _spiky_table()
-    with pytest.warns(SpreadSpikeWarning, match=r"'visits': 0 is 4\d% of the values"):
+    with pytest.warns(
+        SpreadSpikeWarning, match=r"'visits': 0 is 4\d% of the values"
+    ) as record:
         spread = DPSyntheticData(epsilon=1.0, domain=domain, random_state=0).fit(frame)
+    # The fix in both forms a user declares a domain in: Python and JSON.
+    assert "Numeric(low, high, bins=[edges])" in str(record[0].message)
+    assert '"bins": [edges]' in str(record[0].message)
     zeros = (frame["visits"] == 0).mean()
     assert (spread.sample()["visits"] == 0).mean() < 0.75 * zeros
 

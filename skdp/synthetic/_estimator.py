@@ -707,9 +707,10 @@ def _warn_spikes(spikes):
         "Synthetic values are drawn uniformly within a bin, so such a value "
         "comes back spread over the bin (a count's zeros as 0 to 3, say). "
         "Declare a bin of its own for it: Numeric(low, high, bins=[edges]) "
-        "with an edge on each side of the value (for an integer column, "
-        "bins=[0, 1, 2, 3, 5, 10, ...] gives 0, 1 and 2 bins of their own), "
-        "or one bin per value (bins=high - low + 1).",
+        '(in a JSON domain file for skdp synth: {"low": .., "high": .., '
+        '"bins": [edges]}) with an edge on each side of the value (for an '
+        "integer column, bins=[0, 1, 2, 3, 5, 10, ...] gives 0, 1 and 2 bins "
+        "of their own), or one bin per value (bins=high - low + 1).",
         SpreadSpikeWarning,
         stacklevel=user_stacklevel(),
     )
