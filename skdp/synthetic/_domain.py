@@ -401,7 +401,9 @@ def _encode_categorical(spec, values, handle_unknown):
                     f"Column {spec.key!r} holds {value!r}, which is not in its "
                     f"declared categories {list(spec.categories)!r}. Add it to the "
                     "domain (the domain must be public), recode the column before "
-                    "fitting, or pass handle_unknown='other'."
+                    "fitting, or pass handle_unknown='other' (which gives every "
+                    "categorical column an extra level 'other': more cells for "
+                    "the same budget, so declaring the value costs less)."
                 )
             code = lookup[OTHER]
             n_unknown += 1
