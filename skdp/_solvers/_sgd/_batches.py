@@ -333,7 +333,7 @@ class _ArrangedRows(_ProjectedOnce):
         self._block_size = max(1, _BLOCK_BYTES // row_bytes)
         size = min(self._block_size, self.n_rows)
         self._rows_block = np.empty((size, self.X.shape[1]), dtype=self.X.dtype)
-        self._records_block = np.empty((size, self.records.shape[1]))
+        self._records_block = np.empty_like(self.records[:size])
         self._order = None
         self._start = self._stop = 0
 
