@@ -22,7 +22,10 @@ advance, so the sampling is not timed) into a reused buffer with
 ``np.take`` and compute the batch's two matrix-vector products, nothing
 else (no clipping, noise, link function or update). Its ratio to the floor
 is a lower bound on what a Poisson epoch can reach with numpy: the random
-gather reads every row once, out of order.
+gather reads every row once, out of order. The same bound for
+balls-and-bins epochs: draw the epoch's allocation, gather its order in
+blocks of whole steps (the solver's block size) into a reused buffer and
+compute each step's two products on its slice of the block.
 
 With ``--opacus`` it also times Opacus (``PrivacyEngine.make_private`` on a
 ``torch.nn.Linear``, Poisson batches, one thread) on a subset of the rows, on
@@ -39,7 +42,9 @@ import time
 
 import numpy as np
 
+from skdp._solvers._allocation import allocate_epoch
 from skdp._solvers._sgd import make_plan, poisson_batch, run_logistic_sgd
+from skdp._solvers._sgd._batches import _BLOCK_BYTES
 
 SAMPLERS = ("cyclic", "shuffle", "poisson", "balls-and-bins")
 BATCHES = (256, 1024, 4096)
@@ -103,6 +108,52 @@ def poisson_bound_time(X, batch, repeats, rng):
             rows_x = buffer[: len(rows)]
             np.take(X, rows, axis=0, out=rows_x)
             rows_x.T @ (rows_x @ w)
+
+    return best_of(epoch, repeats)
+
+
+def step_blocks(bounds, block_rows):
+    """``(first, stop)`` steps of each block: whole steps, ``block_rows`` at most.
+
+    A step larger than ``block_rows`` is a block alone.
+    """
+    blocks, first = [], 0
+    n_steps = len(bounds) - 1
+    while first < n_steps:
+        stop = first + 1
+        while stop < n_steps and bounds[stop + 1] - bounds[first] <= block_rows:
+            stop += 1
+        blocks.append((first, stop))
+        first = stop
+    return blocks
+
+
+def allocation_bound_time(X, batch, repeats, rng):
+    """Best wall time of one epoch of the bare balls-and-bins loop.
+
+    The epoch's allocation (drawn inside the clock: every epoch draws one),
+    its order gathered in blocks of whole steps into a reused buffer, and
+    each step's two products on its slice of the block.
+    """
+    n, d = X.shape
+    n_steps = max(1, round(n / batch))
+    block_rows = max(1, _BLOCK_BYTES // X[:1].nbytes)
+    buffer = np.empty((block_rows, d))
+    w = np.zeros(d)
+
+    def epoch():
+        nonlocal buffer
+        allocation = allocate_epoch(n, n_steps, rng)
+        bounds = allocation.bounds.tolist()
+        for first, stop in step_blocks(bounds, block_rows):
+            lo, hi = bounds[first], bounds[stop]
+            if hi - lo > len(buffer):
+                buffer = np.empty((hi - lo, d))
+            rows = allocation.order[lo:hi]
+            np.take(X, rows, axis=0, out=buffer[: hi - lo], mode="clip")
+            for j in range(first, stop):
+                rows_x = buffer[bounds[j] - lo : bounds[j + 1] - lo]
+                rows_x.T @ (rows_x @ w)
 
     return best_of(epoch, repeats)
 
@@ -180,6 +231,15 @@ def main():
     print("|---|---|---|")
     for batch in args.batches:
         bound = poisson_bound_time(X, batch, args.repeats, np.random.default_rng(2))
+        print(f"| {batch} | {bound * 1e3:.0f} | {bound / floor:.1f} |")
+    print(
+        "\nBalls-and-bins lower bound (numpy): draw the allocation, gather "
+        "it in blocks and the two products per step, nothing else"
+    )
+    print("| batch | epoch (ms) | epoch / floor |")
+    print("|---|---|---|")
+    for batch in args.batches:
+        bound = allocation_bound_time(X, batch, args.repeats, np.random.default_rng(2))
         print(f"| {batch} | {bound * 1e3:.0f} | {bound / floor:.1f} |")
     if args.opacus:
         m = min(args.opacus_n, args.n)

@@ -199,3 +199,73 @@ def test_sliced_runs_match_batches_projected_as_read(
     expected = _seeded_run(X, codes, plan, sample_weight)
     assert np.all(np.isfinite(got))
     assert got.tobytes() == expected.tobytes()
+
+
+def _allocation_data(n, d, n_classes, weighted, dtype=float):
+    """Rows of spread norms, labels of ``n_classes`` classes and maybe weights."""
+    rng = np.random.default_rng(17)
+    X = (rng.normal(size=(n, d)) * rng.uniform(0.2, 3.0, size=(n, 1))).astype(dtype)
+    codes = rng.integers(n_classes, size=n).astype(np.uint8)
+    sample_weight = rng.uniform(size=n) if weighted else None
+    return X, codes, sample_weight
+
+
+def _block_bytes(block_rows, d):
+    """The ``_BLOCK_BYTES`` for blocks of ``block_rows`` float64 rows of ``d``."""
+    return block_rows * (8 * d + 32)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize(("batch_size", "block_rows"), [(3, 7), (64, 100), (64, 5)])
+def test_balls_and_bins_blocks_match_reference_loop(
+    n_classes, weighted, batch_size, block_rows, monkeypatch
+):
+    # Blocks of 7 rows for steps of 3 rows on average (a tenth of them empty,
+    # many split by a block's end), of 100 rows for steps of 64 (split
+    # steps) and of 5 rows (every step larger than a block): bit for bit
+    # the plain loop.
+    n, d = 700, 5
+    monkeypatch.setattr(_batches, "_BLOCK_BYTES", _block_bytes(block_rows, d))
+    X, codes, sample_weight = _allocation_data(n, d, n_classes, weighted)
+    plan = _allocation_plan(n, n_classes=n_classes, epochs=2, batch_size=batch_size)
+    got = _seeded_run(X, codes, plan, sample_weight)
+    expected = _reference_allocation_run(
+        X, codes, plan, 0.8, 1.5, np.random.default_rng(3), sample_weight
+    )
+    assert got.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [float, np.float32])
+@pytest.mark.parametrize("block_rows", [1, 6, 40, 10_000])
+def test_arranged_batches_are_the_looked_up_batches(dtype, block_rows, monkeypatch):
+    # Step by step, over two epochs whose allocations have empty steps,
+    # steps split by a block's end and steps larger than a block: each
+    # batch read from the blocks is the batch looked up row by row
+    # (:class:`_ProjectedOnce`) from the step's rows.
+    n, d, n_classes = 300, 4, 3
+    monkeypatch.setattr(_batches, "_BLOCK_BYTES", _block_bytes(block_rows, d))
+    X, codes, sample_weight = _allocation_data(n, d, n_classes, True, dtype)
+    plan = _allocation_plan(n, n_classes=n_classes, epochs=2, batch_size=4)
+    rows = _batches.training_rows(
+        X, codes, sample_weight, plan, None, row_norm=1.5, fit_intercept=True
+    )
+    assert isinstance(rows, _batches._ArrangedRows)
+    looked_up = _batches._ProjectedOnce(
+        X, codes, sample_weight, None, n_classes, True, row_norm=1.5
+    )
+    rng = np.random.default_rng(8)
+    sizes = []
+    for _ in range(2):
+        allocation = allocate_epoch(n, len(plan.batch_sizes), rng)
+        rows.arrange(allocation.order)
+        for j in range(allocation.n_steps):
+            got = rows.batch(slice(*allocation.bounds[j : j + 2].tolist()))
+            expected = looked_up.batch(allocation.batch(j))
+            for a, b in zip(got, expected, strict=True):
+                assert (a is None) == (b is None)
+                if a is not None:
+                    assert a.dtype == b.dtype and a.shape == b.shape
+                    assert a.tobytes() == b.tobytes()
+        sizes.extend(allocation.batch_sizes.tolist())
+    assert 0 in sizes and max(sizes) > 6  # and steps larger than 1 or 6 rows

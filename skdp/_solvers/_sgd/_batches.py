@@ -20,6 +20,11 @@ from .._rows import (
     tame_rows,
 )
 
+# Bytes of rows and records a balls-and-bins block gathers: 1 MB stays in
+# cache while its steps read it, and ran at least as fast as 0.25 to 4 MB
+# (docs/benchmarks.md, "Balls-and-bins batches").
+_BLOCK_BYTES = 1 << 20
+
 __all__ = [
     "Batch",
     "batch_indices",
@@ -308,33 +313,75 @@ class _SlicedRows(_ProjectedOnce):
 
 
 class _ArrangedRows(_ProjectedOnce):
-    """In-memory rows and their records, rearranged every epoch, read by slices.
+    """In-memory rows and their records, gathered in blocks of an epoch's order.
 
-    Every epoch gathers the rows and their records (:class:`_ProjectedOnce`)
-    once into reused buffers in its allocation's order (memory for a second
-    copy of ``X``), so each step reads contiguous blocks, whose reads the
-    processor's prefetching overlaps with the step's arithmetic, and looks
-    nothing up (docs/benchmarks.md, "Balls-and-bins batches"). ``X`` and
-    ``codes`` stay in the data's order.
+    Every epoch's order (an allocation: each step's rows contiguous in it)
+    is read in consecutive blocks: a block's rows and records
+    (:class:`_ProjectedOnce`) are gathered into two small buffers reused
+    across blocks and epochs, and each step of the block reads contiguous
+    slices of them, still in cache from the gather, and looks nothing up. A
+    block spans :data:`_BLOCK_BYTES` of rows from the first step it serves,
+    or that whole step if it is larger; the rows of a step split by the
+    block's end are moved to the front of the next block rather than
+    gathered again. ``X`` and ``codes`` stay in the data's order; no copy of
+    ``X`` is made.
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._epoch_rows = self._epoch_records = None
+        row_bytes = self.X[:1].nbytes + self.records[:1].nbytes
+        self._block_size = max(1, _BLOCK_BYTES // row_bytes)
+        size = min(self._block_size, self.n_rows)
+        self._rows_block = np.empty((size, self.X.shape[1]), dtype=self.X.dtype)
+        self._records_block = np.empty_like(self.records[:size])
+        self._order = None
+        self._start = self._stop = 0
 
     def arrange(self, order):
-        """Arrange the rows in ``order`` (a permutation) for the epoch's slices."""
-        if self._epoch_rows is None:
-            self._epoch_rows = np.empty_like(self.X, order="C")
-            self._epoch_records = np.empty_like(self.records)
-        # ``order`` is a permutation of the rows: in range, so no bounds check.
-        self.X.take(order, axis=0, out=self._epoch_rows, mode="clip")
-        self.records.take(order, axis=0, out=self._epoch_records, mode="clip")
+        """Read the epoch's slices from ``order`` (a permutation of the rows)."""
+        self._order = order
+        self._start = self._stop = 0
 
     def batch(self, index):
         """The :class:`Batch` of the slice ``index`` of the epoch's order."""
-        rows = np.asarray(self._epoch_rows[index], dtype=float)
-        return self._assemble(rows, self._epoch_records[index])
+        start, stop = index.start, index.stop
+        if start < self._start or stop > self._stop:
+            self._gather_block(start, stop)
+        lo, hi = start - self._start, stop - self._start
+        rows = np.asarray(self._rows_block[lo:hi], dtype=float)
+        return self._assemble(rows, self._records_block[lo:hi])
+
+    def _gather_block(self, start, stop):
+        """Gather the block of the order from ``start``, to ``stop`` at least.
+
+        The block ends a block's worth of rows after ``start`` (at the end
+        of the order at most) or at ``stop`` if that is further. Rows of the
+        current block from ``start`` on are moved, not gathered again.
+        """
+        stop = min(max(stop, start + self._block_size), len(self._order))
+        size, first = stop - start, start - self._start
+        kept = self._stop - start if self._start <= start < self._stop else 0
+        self._rows_block = _moved_to_front(self._rows_block, first, kept, size)
+        self._records_block = _moved_to_front(self._records_block, first, kept, size)
+        # ``order`` is a permutation of the rows: in range, so no bounds check.
+        rows = self._order[start + kept : stop]
+        self.X.take(rows, axis=0, out=self._rows_block[kept:size], mode="clip")
+        self.records.take(rows, axis=0, out=self._records_block[kept:size], mode="clip")
+        self._start, self._stop = start, stop
+
+
+def _moved_to_front(buffer, first, kept, size):
+    """``buffer`` with its rows ``first:first + kept`` moved to the front.
+
+    A larger buffer if ``buffer`` holds fewer than ``size`` rows.
+    """
+    if size > len(buffer):
+        grown = np.empty((size, buffer.shape[1]), dtype=buffer.dtype)
+        grown[:kept] = buffer[first : first + kept]
+        return grown
+    if kept and first:
+        buffer[:kept] = buffer[first : first + kept]
+    return buffer
 
 
 class _AllocatedMemmapRows(_ProjectedAsRead):
@@ -379,9 +426,10 @@ def training_rows(
     array once, into a float64 copy; a memmap's rows as each batch is read.
     On an in-memory array, each row's projection is computed once: Poisson
     runs look it up (:class:`_ProjectedOnce`), cyclic and shuffled runs read
-    it by slices (:class:`_SlicedRows`) and balls-and-bins runs rearrange
-    the rows and those projections every epoch (:class:`_ArrangedRows`). A
-    memmap's batches are projected as they are read
+    it by slices (:class:`_SlicedRows`) and balls-and-bins runs gather the
+    rows and those projections in cache-sized blocks of each epoch's
+    allocation (:class:`_ArrangedRows`, no copy of ``X``). A memmap's
+    batches are projected as they are read
     (:class:`_ProjectedAsRead`; balls-and-bins:
     :class:`_AllocatedMemmapRows`).
 
