@@ -29,7 +29,7 @@ def _caught(fit, category):
     return [w for w in caught if issubclass(w.category, category)]
 
 
-@pytest.mark.parametrize("delta", [0.5, 1 / 300])
+@pytest.mark.parametrize("delta", [0.05, 1 / 300])  # 1/n = 1/300
 def test_a_delta_of_one_over_n_or_more_is_said_to_be_weak(delta):
     X, y = _data()
     (warning,) = _caught(
