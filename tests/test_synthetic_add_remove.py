@@ -1,5 +1,6 @@
 """DPSyntheticData under add/remove: the split rule on a noisy count, its privacy."""
 
+import dataclasses
 import itertools
 import math
 
@@ -62,10 +63,10 @@ def test_a_tiny_signal_spends_everything_on_a_count_and_the_one_way_marginals():
     assert result.rho_used <= rho * (1 + 1e-12)
 
 
-def _fit_after_count(n_rows, rho):
+def _fit_after_count(n_rows, rho, policy=FAST):
     """A fit that ran rounds after its count; (result, columns, rho left)."""
     codes, specs = _codes(n_rows)
-    result = _fit(codes, specs, rho)
+    result = _fit(codes, specs, rho, policy)
     assert any(len(s) == 2 for s in result.selected)
     assert result.events[0] == GaussianEvent(_count_multiplier(rho))
     return result, codes.shape[1], (1.0 - FAST.count_share) * rho
@@ -74,9 +75,11 @@ def _fit_after_count(n_rows, rho):
 def test_a_small_table_measures_one_way_hierarchies_with_half_the_budget():
     """Signal in the band: the 1-way marginals take ``one_way_share`` of what
     the count leaves, numeric columns on their hierarchy; the rounds the
-    rest. (Without the rule: every level once, at the first rounds' noise.)"""
+    rest. (Without the rule: every level once, at the first rounds' noise.)
+    Equal shares per column here (``add_remove_one_way_power=None``)."""
     rho = 0.05
-    result, d, left = _fit_after_count(400, rho)
+    equal = dataclasses.replace(FAST, add_remove_one_way_power=None)
+    result, d, left = _fit_after_count(400, rho, equal)
     one_way = [e for e in result.events[1:] if isinstance(e, GaussianEvent)]
     one_way = one_way[: len(one_way) - len(result.selected)]
     # Two categorical columns on their levels at the 1-way noise, three
@@ -275,3 +278,67 @@ def test_the_former_rounds_stay_a_policy_option():
     )
     selected = [_fit(codes, specs, 0.05, policy, seed).selected for seed in range(4)]
     assert any(len(s) == 1 for run in selected for s in run)
+
+
+def test_in_the_band_each_column_s_one_way_budget_follows_its_levels():
+    """In the band, column ``j`` gets a share of the 1-way budget proportional
+    to its measured levels to ``add_remove_one_way_power``: its events and its
+    measurement's noise say so, and the shares still sum to the 1-way budget."""
+    codes, specs = _codes(400)
+    rho = 0.05
+    result = _fit(codes, specs, rho)
+    assert result.selected  # the band: rounds ran after the 1-way marginals
+    d = len(specs)
+    left = (1.0 - FAST.count_share) * rho
+    power = FAST.add_remove_one_way_power
+    levels = np.array([s.n_levels for s in specs], dtype=float)
+    weights = d * levels**power / np.sum(levels**power)
+    z = math.sqrt(d / (2.0 * FAST.one_way_share * left))
+    one_way = [e for e in result.events[1:] if isinstance(e, GaussianEvent)]
+    one_way = one_way[: len(one_way) - len(result.selected)]
+    assert _zcdp(one_way) == pytest.approx(FAST.one_way_share * left, rel=1e-9)
+    categorical = [j for j, s in enumerate(specs) if s.edges is None]
+    assert len({s.n_levels for s in (specs[j] for j in categorical)}) == 2
+    for j in categorical:  # measured once, on their own levels
+        zj = z / math.sqrt(weights[j])
+        assert GaussianEvent(zj) in one_way or any(
+            e.noise_multiplier == pytest.approx(zj) for e in one_way
+        )
+        assert result.measurements[j].std == pytest.approx(ADD_REMOVE.l2 * zj)
+    assert _zcdp(result.events) == pytest.approx(rho, rel=1e-9)
+    assert result.rho_used <= rho * (1 + 1e-12)
+
+
+def test_the_column_weights_are_proportional_to_levels_and_sum_to_the_columns():
+    sizes = (3, 12, 2)
+    plan = plan_one_way(
+        20, 1.0, sizes, None, ADD_REMOVE.l2, FAST, (0.0, None), levels_power=0.5
+    )
+    weights = np.array(plan.weights)
+    assert weights.sum() == pytest.approx(3.0)
+    assert weights[1] / weights[0] == pytest.approx(2.0)
+    assert weights[0] / weights[2] == pytest.approx(math.sqrt(1.5))
+    shares = plan.level_shares(3)
+    assert [s[0] for s in shares] == pytest.approx(list(weights))
+    # Without a power (replace-one, or the option off): equal shares.
+    equal = plan_one_way(20, 1.0, sizes, None, ADD_REMOVE.l2, FAST, (0.0, None))
+    assert equal.weights == () and equal.level_shares(3) == [(1.0,)] * 3
+
+
+def test_replace_one_keeps_equal_one_way_shares():
+    """The per-column shares are an add/remove rule: under replace-one the
+    categorical columns' 1-way measurements share one noise multiplier."""
+    codes, specs = _codes(400)
+    result = fit_aim(
+        codes,
+        [s.n_levels for s in specs],
+        0.05,
+        np.random.default_rng(0),
+        ordered=[s.n_values if s.edges is not None else 0 for s in specs],
+        positions=[bin_positions(s) for s in specs],
+        runs_numeric=True,
+        policy=FAST,
+    )
+    categorical = [j for j, s in enumerate(specs) if s.edges is None]
+    stds = {float(result.measurements[j].std) for j in categorical}
+    assert len(stds) == 1

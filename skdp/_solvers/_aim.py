@@ -59,7 +59,9 @@ levels' least-squares consistent estimate made non-negative
 (:func:`._measure.consistent_estimate`, after Hay, Rastogi, Miklau and
 Suciu 2010; :func:`._measure.nonnegative_estimate`). Under add-remove the
 levels' consistent estimate is not constrained to a total (the number of
-rows is private). Privacy: the count and the 1-way measurements are
+rows is private), and the 1-way budget is shared over the columns in
+proportion to their measured levels to ``AIMPolicy.add_remove_one_way_power``
+(public: the declared levels). Privacy: the count and the 1-way measurements are
 Gaussian events of count tables (a record in one cell of each, grouped,
 hierarchical or not) whose zCDP sums to exactly their shares; the rounds
 run in the filter on what is left, so the run's zCDP is still at most
@@ -234,6 +236,12 @@ class AIMPolicy:
     #: split at any signal) (docs/benchmarks.md, "Synthetic data on the
     #: panel").
     add_remove_max_signal: float | None = 10.0
+    #: Under add-remove, where the split rule sets the budget, column ``j``'s
+    #: share of the 1-way budget is proportional to its measured levels to
+    #: this power, not equal: a column's expected L1 noise grows with its
+    #: levels (None: equal shares) (docs/benchmarks.md, "Synthetic data on
+    #: the panel").
+    add_remove_one_way_power: float | None = 2.0 / 3.0
     #: Share of the budget the 1-way marginals take when the signal clears
     #: ``min_signal`` (their noise std ``sqrt(2)`` times that of 1-way-only
     #: measurements) (docs/benchmarks.md, "Synthetic data on the panel").
@@ -410,17 +418,28 @@ class OneWayPlan:
     hierarchies : tuple
         Per column, ``None`` or the :class:`~._measure.BinHierarchy` its
         1-way marginal is measured on (empty: none).
+    weights : tuple
+        Per column, its share of the 1-way budget over an equal share
+        (``n_columns`` in all; empty: equal shares).
     """
 
     share: float | None = None
     groups: tuple = ()
     signal: float | None = None
     hierarchies: tuple = ()
+    weights: tuple = ()
+
+    def column_weights(self, n_columns):
+        """Per column, its 1-way budget over an equal share (sum ``n_columns``)."""
+        return self.weights or (1.0,) * n_columns
 
     def level_shares(self, n_columns):
-        """Per column, the shares of its 1-way budget per measured level."""
+        """Per column, the shares of an equal 1-way budget per measured level."""
         hierarchies = self.hierarchies or (None,) * n_columns
-        return [(1.0,) if h is None else h.shares for h in hierarchies]
+        return [
+            tuple(w * v for v in ((1.0,) if h is None else h.shares))
+            for w, h in zip(self.column_weights(n_columns), hierarchies, strict=True)
+        ]
 
     def compressions(self, sizes):
         """Per column, the :class:`~._compression.Compression` of its bins or None.
@@ -442,7 +461,14 @@ class OneWayPlan:
 
 
 def plan_one_way(
-    n_rows, rho, sizes, positions, l2_sensitivity, policy, signal_bounds=None
+    n_rows,
+    rho,
+    sizes,
+    positions,
+    l2_sensitivity,
+    policy,
+    signal_bounds=None,
+    levels_power=None,
 ):
     """The split of the budget between 1-way marginals and rounds.
 
@@ -465,7 +491,10 @@ def plan_one_way(
     (the first rounds' noise, every level measured). ``signal_bounds``
     ``(low, high)`` replaces ``policy.min_signal`` by ``low``; at a signal of
     ``high`` or more (``None``: never) the plan is that of no rule, with the
-    signal.
+    signal. With ``levels_power``, column ``j``'s share of the 1-way budget
+    is proportional to its measured levels to that power (its events and
+    noise scaled to it, the shares summing to the 1-way budget); ``None``:
+    equal shares.
 
     Parameters
     ----------
@@ -482,6 +511,9 @@ def plan_one_way(
     policy : AIMPolicy
     signal_bounds : tuple or None, default=None
         ``(low, high)``; ``None``: ``(policy.min_signal, None)``.
+    levels_power : float or None, default=None
+        The power of the columns' measured levels their 1-way shares follow
+        (:func:`_column_weights`); ``None``: equal shares.
 
     Returns
     -------
@@ -527,9 +559,26 @@ def plan_one_way(
         )
         if all(h is None for h in hierarchies):
             hierarchies = ()
+    weights = _column_weights(
+        [_measured_levels(size, g) for size, g in zip(sizes, groups, strict=True)],
+        levels_power,
+    )
     if all(g is None for g in groups):
         groups = ()
-    return OneWayPlan(share, groups, signal, hierarchies)
+    return OneWayPlan(share, groups, signal, hierarchies, weights)
+
+
+def _column_weights(levels, power):
+    """Each column's 1-way budget over an equal share, from its measured levels.
+
+    Proportional to ``levels ** power`` and summing to the number of
+    columns; empty when ``power`` is None (equal shares). Public: the
+    declared levels.
+    """
+    if power is None:
+        return ()
+    raw = np.asarray(levels, dtype=float) ** power
+    return tuple(float(w) for w in raw * (len(levels) / raw.sum()))
 
 
 def _measured_bins(positions, n_rows, std, policy, per_sqrt):
@@ -894,9 +943,10 @@ def fit_aim(
     sensitivity = count_sensitivity(neighbouring)
     candidates = _Candidates.of(n_columns, workload, sensitivity.l1)
     rows = _count_rows(counts, rho, neighbouring, sensitivity.l2, policy, rng)
-    bounds = (policy.min_signal, None)
+    bounds, power = (policy.min_signal, None), None
     if neighbouring == "add-remove":
         bounds = (policy.add_remove_min_signal, policy.add_remove_max_signal)
+        power = policy.add_remove_one_way_power
     plan = OneWayPlan()
     if rows is not None:
         plan = plan_one_way(
@@ -907,6 +957,7 @@ def fit_aim(
             sensitivity.l2,
             policy,
             bounds,
+            power,
         )
     budget = _Budget(
         rho - (0.0 if rows is None else rows.rho),
@@ -918,11 +969,12 @@ def fit_aim(
     # 1. Every 1-way marginal (a grouped column on its measured bins, a
     # hierarchical one on its levels, made consistent).
     std = sensitivity.l2 * budget.one_way_z(n_columns)
+    stds = [std / math.sqrt(w) for w in plan.column_weights(n_columns)]
     grouped = plan.compressions(sizes)
     public_rows = counts.n_rows if neighbouring == "replace-one" else None
     one_way = _measure_one_way(
         counts,
-        std,
+        stds,
         rng,
         grouped,
         plan.hierarchies,
@@ -938,7 +990,7 @@ def fit_aim(
         n_rows = estimate_total(one_way, None if rows is None else rows.measured)
     # 2. The model's levels, then its first fit (post-processing).
     compression = _compressions(
-        one_way, std, n_rows, ordered, compress, runs_numeric, policy, grouped
+        one_way, stds, n_rows, ordered, compress, runs_numeric, policy, grouped
     )
     state = _start(counts, sizes, one_way, compression, candidates, n_rows, n_jobs)
     state.events.extend(first_events)
@@ -1051,9 +1103,11 @@ def _log_plan(plan, bounds, rows):
 
 
 def _measure_one_way(
-    counts, std, rng, grouped, hierarchies=(), nonnegative=False, total=None
+    counts, stds, rng, grouped, hierarchies=(), nonnegative=False, total=None
 ):
-    """Every 1-way count vector plus Gaussian noise of std ``std``.
+    """Every 1-way count vector plus Gaussian noise of std ``stds[j]``.
+
+    ``stds``: per column, its 1-way noise std (one float: every column's).
 
     A column with a :class:`~._compression.Compression` in ``grouped`` is
     measured on its groups (the count vector summed over them, one noisy
@@ -1069,7 +1123,7 @@ def _measure_one_way(
     estimate's own sum, at least 0).
     """
     out = []
-    for j in range(counts.n_columns):
+    for j, std in enumerate(np.broadcast_to(stds, counts.n_columns).tolist()):
         table = counts.table((j,))
         if hierarchies and hierarchies[j] is not None:
             out.append(
@@ -1106,9 +1160,12 @@ def _measure_hierarchy(column, table, hierarchy, std, rng, total, nonnegative):
 
 
 def _compressions(
-    one_way, std, n_rows, ordered, compress, runs_numeric, policy, grouped
+    one_way, stds, n_rows, ordered, compress, runs_numeric, policy, grouped
 ):
     """Each column's :class:`~._compression.Compression` from its 1-way measurement.
+
+    ``stds``: per column, the noise std of its 1-way measurement (one
+    measurement of every level at that column's budget).
 
     A column measured on groups keeps them (``grouped``); a column whose
     measurement is a hierarchy's consistent estimate (it carries a noise
@@ -1116,29 +1173,32 @@ def _compressions(
     read only public values: the noise (fixed by the budget) and the number
     of rows or, under add-remove, its released estimate.
     """
-    if compress == "auto":
-        compress = std <= policy.compress_max_std * n_rows
-    below = policy.compress_below if compress else None
-    runs = (
-        max(2, int(round(policy.runs_per_sqrt * math.sqrt(n_rows / std))))
-        if runs_numeric
-        else None
-    )
     return [
         g
         if g is not None
-        else compress_column(
-            m.y,
-            std,
-            below,
-            k,
-            runs if k else None,
-            bandwidth=policy.smooth_bins
-            if m.covariance is None
-            else policy.tree_smooth_bins,
-        )
-        for m, k, g in zip(one_way, ordered, grouped, strict=True)
+        else _compression(m, std, n_rows, k, compress, runs_numeric, policy)
+        for m, std, k, g in zip(one_way, stds, ordered, grouped, strict=True)
     ]
+
+
+def _compression(measurement, std, n_rows, ordered, compress, runs_numeric, policy):
+    """One column's :class:`~._compression.Compression` (see :func:`_compressions`)."""
+    if compress == "auto":
+        compress = std <= policy.compress_max_std * n_rows
+    below = policy.compress_below if compress else None
+    runs = None
+    if runs_numeric and ordered:
+        runs = max(2, int(round(policy.runs_per_sqrt * math.sqrt(n_rows / std))))
+    return compress_column(
+        measurement.y,
+        std,
+        below,
+        ordered,
+        runs,
+        bandwidth=policy.smooth_bins
+        if measurement.covariance is None
+        else policy.tree_smooth_bins,
+    )
 
 
 def _start(counts, sizes, one_way, compression, candidates, n_rows, n_jobs):
