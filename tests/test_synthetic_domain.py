@@ -1,6 +1,7 @@
 """Input handling, private domain inference and the evaluation helpers."""
 
 import contextlib
+import io
 import subprocess
 import sys
 import warnings
@@ -109,6 +110,43 @@ def test_unknown_categories_go_to_other_with_one_warning():
     synth = model.sample()
     assert set(synth["c"]) <= {"x", "y", OTHER}
     assert (synth["c"] == OTHER).mean() > 0.3
+
+
+def _logged_signal(model, frame):
+    """The split rule's signal, as ``verbose=1`` logs it."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        model.fit(frame)
+    (line,) = [s for s in buffer.getvalue().splitlines() if "signal" in s]
+    return line.split("signal ")[1].split(" ")[0]
+
+
+def test_the_other_level_does_not_starve_the_pairs_of_a_small_table():
+    # Eight related 0/1 columns whose signal clears the rule's minimum of 2 by
+    # a little: the level 'other' (expected nearly empty) on every column
+    # must not count as cells of the rows and send the whole budget to the
+    # 1-way marginals.
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 2, 150)
+    frame = pd.DataFrame(
+        {f"c{i}": np.where(rng.random(150) < 0.8, z, 1 - z) for i in range(8)}
+    )
+    domain = {c: [0, 1] for c in frame}
+    fits = {}
+    for handle_unknown in ("error", "other"):
+        model = DPSyntheticData(
+            epsilon=1.0,
+            domain=domain,
+            handle_unknown=handle_unknown,
+            random_state=0,
+            verbose=1,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits[handle_unknown] = (_logged_signal(model, frame), model.selected_)
+    assert 2.0 < float(fits["error"][0]) < 3.0
+    assert fits["other"][0] == fits["error"][0]
+    assert any(len(cols) >= 2 for cols in fits["other"][1])
 
 
 def test_other_level_of_a_categorical_dtype():

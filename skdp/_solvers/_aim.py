@@ -469,6 +469,7 @@ def plan_one_way(
     policy,
     signal_bounds=None,
     levels_power=None,
+    rare_levels=None,
 ):
     """The split of the budget between 1-way marginals and rounds.
 
@@ -514,6 +515,11 @@ def plan_one_way(
     levels_power : float or None, default=None
         The power of the columns' measured levels their 1-way shares follow
         (:func:`_column_weights`); ``None``: equal shares.
+    rare_levels : sequence of int or None, default=None
+        Per column, how many of its levels are expected to hold almost no
+        rows (the level undeclared values are mapped to): the signal counts
+        the cells of the rows, so it leaves them out; their noise is still
+        measured. ``None``: none.
 
     Returns
     -------
@@ -525,11 +531,13 @@ def plan_one_way(
     d = len(sizes)
     positions = [None] * d if positions is None else list(positions)
     full = l2_sensitivity * math.sqrt(d / (2.0 * rho))
+    rare = [0] * d if rare_levels is None else list(rare_levels)
     levels = [
         _measured_levels(
             size, _measured_bins(pos, n_rows, full, policy, policy.signal_per_sqrt)
         )
-        for size, pos in zip(sizes, positions, strict=True)
+        - spare
+        for size, pos, spare in zip(sizes, positions, rare, strict=True)
     ]
     pairs = [levels[i] * levels[j] for i, j in itertools.combinations(range(d), 2)]
     signal = n_rows / (full * math.exp(np.mean(np.log(pairs)))) if pairs else 0.0
@@ -881,6 +889,7 @@ def fit_aim(
     names=None,
     runs_numeric=False,
     positions=None,
+    rare_levels=None,
     policy=None,
 ):
     """Run the adaptive rounds under a zCDP budget ``rho``.
@@ -928,6 +937,11 @@ def fit_aim(
         of its declared range (public): with ``runs_numeric``, the split rule
         reads them and may measure the column in fewer equal-width bins, or
         on a hierarchy of them (:func:`plan_one_way`).
+    rare_levels : sequence of int or None, default=None
+        Per column, how many of its levels are expected to hold almost no
+        rows (public: the level of undeclared values); the split rule's
+        signal leaves them out of the cells it counts (:func:`plan_one_way`).
+        ``None``: none.
     policy : AIMPolicy or None, default=None
         The tuning (``None``: the defaults).
 
@@ -958,6 +972,7 @@ def fit_aim(
             policy,
             bounds,
             power,
+            rare_levels,
         )
     budget = _Budget(
         rho - (0.0 if rows is None else rows.rho),

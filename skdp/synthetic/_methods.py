@@ -229,6 +229,7 @@ class AIMMethod:
             names=plan.keys,
             runs_numeric=self.runs_numeric,
             positions=[bin_positions(s) for s in plan.specs],
+            rare_levels=[int(s.other) for s in plan.specs],
             policy=self.policy,
         )
         if fit.rho_used > rho * (1 + 1e-9):
