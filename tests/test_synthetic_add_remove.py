@@ -342,3 +342,29 @@ def test_replace_one_keeps_equal_one_way_shares():
     categorical = [j for j, s in enumerate(specs) if s.edges is None]
     stds = {float(result.measurements[j].std) for j in categorical}
     assert len(stds) == 1
+
+
+def test_replace_one_one_way_shares_follow_one_way_levels_power():
+    """With ``one_way_levels_power`` set, replace-one splits its 1-way budget
+    like add/remove: a categorical column's noise std is proportional to its
+    levels to ``-power / 2``, and the run still spends exactly ``rho``."""
+    codes, specs = _codes(400)
+    rho, power = 0.05, 0.5
+    policy = dataclasses.replace(FAST, one_way_levels_power=power)
+    result = fit_aim(
+        codes,
+        [s.n_levels for s in specs],
+        rho,
+        np.random.default_rng(0),
+        ordered=[s.n_values if s.edges is not None else 0 for s in specs],
+        positions=[bin_positions(s) for s in specs],
+        runs_numeric=True,
+        policy=policy,
+    )
+    i, j = (k for k, s in enumerate(specs) if s.edges is None)
+    assert specs[i].n_levels != specs[j].n_levels
+    ratio = result.measurements[i].std / result.measurements[j].std
+    levels = specs[j].n_levels / specs[i].n_levels
+    assert ratio == pytest.approx(levels ** (power / 2.0))
+    assert _zcdp(result.events) == pytest.approx(rho, rel=1e-9)
+    assert result.rho_used <= rho * (1 + 1e-12)

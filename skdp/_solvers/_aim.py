@@ -242,6 +242,10 @@ class AIMPolicy:
     #: levels (None: equal shares) (docs/benchmarks.md, "Synthetic data on
     #: the panel").
     add_remove_one_way_power: float | None = 2.0 / 3.0
+    #: The same power under replace-one (None: equal shares): the 1-way
+    #: noise each column's share buys (docs/benchmarks.md, "Synthetic data
+    #: on the panel").
+    one_way_levels_power: float | None = None
     #: Share of the budget the 1-way marginals take when the signal clears
     #: ``min_signal`` (their noise std ``sqrt(2)`` times that of 1-way-only
     #: measurements) (docs/benchmarks.md, "Synthetic data on the panel").
@@ -957,7 +961,7 @@ def fit_aim(
     sensitivity = count_sensitivity(neighbouring)
     candidates = _Candidates.of(n_columns, workload, sensitivity.l1)
     rows = _count_rows(counts, rho, neighbouring, sensitivity.l2, policy, rng)
-    bounds, power = (policy.min_signal, None), None
+    bounds, power = (policy.min_signal, None), policy.one_way_levels_power
     if neighbouring == "add-remove":
         bounds = (policy.add_remove_min_signal, policy.add_remove_max_signal)
         power = policy.add_remove_one_way_power
