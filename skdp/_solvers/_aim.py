@@ -242,9 +242,9 @@ class AIMPolicy:
     #: levels (None: equal shares) (docs/benchmarks.md, "Synthetic data on
     #: the panel").
     add_remove_one_way_power: float | None = 2.0 / 3.0
-    #: The same power under replace-one (None: equal shares): the 1-way
-    #: noise each column's share buys (docs/benchmarks.md, "Synthetic data
-    #: on the panel").
+    #: The same power under replace-one; None, the default: equal shares,
+    #: since a power leaves more columns' 1-way marginals behind independent
+    #: marginals' (docs/benchmarks.md, "Synthetic data on the panel").
     one_way_levels_power: float | None = None
     #: Share of the budget the 1-way marginals take when the signal clears
     #: ``min_signal`` (their noise std ``sqrt(2)`` times that of 1-way-only
