@@ -326,8 +326,9 @@ def test_the_column_weights_are_proportional_to_levels_and_sum_to_the_columns():
 
 
 def test_replace_one_keeps_equal_one_way_shares():
-    """The per-column shares are an add/remove rule: under replace-one the
-    categorical columns' 1-way measurements share one noise multiplier."""
+    """Under replace-one, where the 1-way marginals take the whole budget (a
+    small one), the categorical columns' 1-way measurements share one noise
+    multiplier, whatever ``one_way_levels_power``."""
     codes, specs = _codes(400)
     result = fit_aim(
         codes,
@@ -345,11 +346,11 @@ def test_replace_one_keeps_equal_one_way_shares():
 
 
 def test_replace_one_one_way_shares_follow_one_way_levels_power():
-    """With ``one_way_levels_power`` set, replace-one splits its 1-way budget
-    like add/remove: a categorical column's noise std is proportional to its
+    """Where the rounds run, replace-one splits its 1-way budget like
+    add/remove: a categorical column's noise std is proportional to its
     levels to ``-power / 2``, and the run still spends exactly ``rho``."""
     codes, specs = _codes(400)
-    rho, power = 0.05, 0.5
+    rho, power = 1.0, 0.5
     policy = dataclasses.replace(FAST, one_way_levels_power=power)
     result = fit_aim(
         codes,

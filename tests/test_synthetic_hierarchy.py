@@ -223,7 +223,10 @@ def test_the_accounting_composes_every_level(n, epsilon):
     planned budget and the reported spend meets the target."""
     frame, domain = _table(n)
     model = DPSyntheticData(epsilon=epsilon, domain=domain, random_state=0)
-    model._aim_policy = dataclasses.replace(TREE, tree_coarsest=8)
+    # Equal 1-way shares: every column's levels in one event per level.
+    model._aim_policy = dataclasses.replace(
+        TREE, tree_coarsest=8, one_way_levels_power=None
+    )
     model.fit(frame)
     rho = 1.0 / (2.0 * model.noise_multiplier_**2)
     one_way = [e for e in model.events_ if isinstance(e, GaussianEvent)]

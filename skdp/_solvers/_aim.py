@@ -61,11 +61,12 @@ Suciu 2010; :func:`._measure.nonnegative_estimate`). Under add-remove the
 levels' consistent estimate is not constrained to a total (the number of
 rows is private), and the 1-way budget is shared over the columns in
 proportion to their measured levels to ``AIMPolicy.add_remove_one_way_power``
-(public: the declared levels). Privacy: the count and the 1-way measurements are
-Gaussian events of count tables (a record in one cell of each, grouped,
-hierarchical or not) whose zCDP sums to exactly their shares; the rounds
-run in the filter on what is left, so the run's zCDP is still at most
-``rho``.
+(public: the declared levels); under replace-one, to
+``AIMPolicy.one_way_levels_power`` where the rounds run. Privacy: the count
+and the 1-way measurements are Gaussian events of count tables (a record in
+one cell of each, grouped, hierarchical or not) whose zCDP sums to exactly
+their shares; the rounds run in the filter on what is left, so the run's
+zCDP is still at most ``rho``.
 
 Domain compression (:mod:`._compression`): after the 1-way measurements, a
 column's rare levels may be merged, or a numeric column's bins cut into runs
@@ -242,10 +243,12 @@ class AIMPolicy:
     #: levels (None: equal shares) (docs/benchmarks.md, "Synthetic data on
     #: the panel").
     add_remove_one_way_power: float | None = 2.0 / 3.0
-    #: The same power under replace-one; None, the default: equal shares,
-    #: since a power leaves more columns' 1-way marginals behind independent
-    #: marginals' (docs/benchmarks.md, "Synthetic data on the panel").
-    one_way_levels_power: float | None = None
+    #: The same under replace-one, where the rounds run (the signal clears
+    #: ``min_signal``): lower 2-way and 3-way TV with as many columns behind
+    #: independent marginals; below it, where the 1-way marginals are the
+    #: whole model, equal shares keep more columns level with them (None:
+    #: equal shares) (docs/benchmarks.md, "Synthetic data on the panel").
+    one_way_levels_power: float | None = 1.0 / 3.0
     #: Share of the budget the 1-way marginals take when the signal clears
     #: ``min_signal`` (their noise std ``sqrt(2)`` times that of 1-way-only
     #: measurements) (docs/benchmarks.md, "Synthetic data on the panel").
@@ -474,6 +477,7 @@ def plan_one_way(
     signal_bounds=None,
     levels_power=None,
     rare_levels=None,
+    power_with_rounds_only=False,
 ):
     """The split of the budget between 1-way marginals and rounds.
 
@@ -524,6 +528,10 @@ def plan_one_way(
         rows (the level undeclared values are mapped to): the signal counts
         the cells of the rows, so it leaves them out; their noise is still
         measured. ``None``: none.
+    power_with_rounds_only : bool, default=False
+        Apply ``levels_power`` only where the rounds run (the 1-way share
+        below 1); where the 1-way marginals take the whole budget, equal
+        shares.
 
     Returns
     -------
@@ -571,6 +579,8 @@ def plan_one_way(
         )
         if all(h is None for h in hierarchies):
             hierarchies = ()
+    if power_with_rounds_only and share == 1.0:
+        levels_power = None
     weights = _column_weights(
         [_measured_levels(size, g) for size, g in zip(sizes, groups, strict=True)],
         levels_power,
@@ -977,6 +987,7 @@ def fit_aim(
             bounds,
             power,
             rare_levels,
+            neighbouring == "replace-one",
         )
     budget = _Budget(
         rho - (0.0 if rows is None else rows.rho),
