@@ -223,24 +223,25 @@ def main():
                 f"| {sampling} | {batch} | {setup * 1e3:.0f} | {epoch * 1e3:.0f} | "
                 f"{epoch / floor:.1f} | {args.n / epoch / 1e6:.2f} M |"
             )
-    print(
-        "\nPoisson lower bound (numpy): gather each batch's rows and the two "
-        "products, nothing else"
+    lower_bounds = (
+        (
+            "Poisson lower bound (numpy): gather each batch's rows and the two "
+            "products, nothing else",
+            poisson_bound_time,
+        ),
+        (
+            "Balls-and-bins lower bound (numpy): draw the allocation, gather "
+            "it in blocks and the two products per step, nothing else",
+            allocation_bound_time,
+        ),
     )
-    print("| batch | epoch (ms) | epoch / floor |")
-    print("|---|---|---|")
-    for batch in args.batches:
-        bound = poisson_bound_time(X, batch, args.repeats, np.random.default_rng(2))
-        print(f"| {batch} | {bound * 1e3:.0f} | {bound / floor:.1f} |")
-    print(
-        "\nBalls-and-bins lower bound (numpy): draw the allocation, gather "
-        "it in blocks and the two products per step, nothing else"
-    )
-    print("| batch | epoch (ms) | epoch / floor |")
-    print("|---|---|---|")
-    for batch in args.batches:
-        bound = allocation_bound_time(X, batch, args.repeats, np.random.default_rng(2))
-        print(f"| {batch} | {bound * 1e3:.0f} | {bound / floor:.1f} |")
+    for title, bound_time in lower_bounds:
+        print(f"\n{title}")
+        print("| batch | epoch (ms) | epoch / floor |")
+        print("|---|---|---|")
+        for batch in args.batches:
+            bound = bound_time(X, batch, args.repeats, np.random.default_rng(2))
+            print(f"| {batch} | {bound * 1e3:.0f} | {bound / floor:.1f} |")
     if args.opacus:
         m = min(args.opacus_n, args.n)
         print(
