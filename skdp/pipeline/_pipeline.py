@@ -253,8 +253,11 @@ def privacy_spent(estimator):
         relations or order grids).
     """
     spents = list(_spends(estimator))
-    if not spents:
-        return None
+    return _composed(spents) if spents else None
+
+
+def _composed(spents):
+    """The one spend of ``spents``, or all of them composed (same rows)."""
     return spents[0] if len(spents) == 1 else compose_spent(spents)
 
 
@@ -330,7 +333,7 @@ class PrivatePipeline(Pipeline):
         """
         check_candidate(self)
         spends = fit_spends(self, n_samples, n_classes, worst_classes=False)
-        spent = spends[0] if len(spends) == 1 else compose_spent(spends)
+        spent = _composed(spends)
         noise_multiplier = final_estimator(self).privacy_plan(n_samples, n_classes)[0]
         return PrivacyPlan(noise_multiplier, spent, spent.delta)
 
