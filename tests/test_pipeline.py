@@ -68,8 +68,11 @@ def test_public_inputs_come_from_the_schema():
     cyclic = make_private_pipeline(SCHEMA, fast_model(batch_sampling="cyclic"))
     assert cyclic[-1].row_norm == pytest.approx(np.sqrt(14))
     assert cyclic[-1].row_norm == SchemaEncoder(SCHEMA).row_norm_bound()
-    # A Poisson model's own bound is a public projection, not a conflict.
-    assert make_private_pipeline(SCHEMA, fast_model(row_norm=2.0))[-1].row_norm == 2.0
+    # A Poisson model's explicit bound must agree too: it would project rows.
+    with pytest.raises(ValueError, match=r"row_norm=2\.0 conflicts"):
+        make_private_pipeline(SCHEMA, fast_model(row_norm=2.0))
+    kept = make_private_pipeline(SCHEMA, fast_model(row_norm=np.sqrt(14)))
+    assert kept[-1].row_norm == pytest.approx(np.sqrt(14))
     assert model.row_norm is None and model.classes is None  # the user's, untouched
     fair = make_private_pipeline(SCHEMA, DPSaddlePointClassifier())
     assert fair[-1].groups == ["Female", "Male"]

@@ -130,3 +130,11 @@ def test_a_missing_column_may_be_the_undeclared_label():
     with pytest.raises(ValueError) as info:
         TableSchema({"a": (0, 1), "b": (0, 1)}, target="b").check_columns(["c"])
     assert "target=" not in str(info.value)
+
+
+def test_undeclared_labels_error_shows_a_few_of_them():
+    schema = TableSchema({"x": (0, 1)}, classes=[0, 1])
+    with pytest.raises(ValueError, match=r"Labels \[2, 3, 4, 5, 6\] and 95 more"):
+        schema.check_labels(np.arange(2, 102))
+    with pytest.raises(ValueError, match=r"Labels \[2\] are not"):
+        schema.check_labels([0, 2])

@@ -31,13 +31,17 @@ def _public_inputs(schema, encoder, est):
     """``param -> (value, declared by the schema)`` for ``est``'s public inputs.
 
     ``row_norm``: the encoder's bound, where the estimator's plan reads one
-    (:func:`_needs_row_bound`); ``classes``: the schema's; ``groups``: the
-    categories of the sensitive column. Only those ``est`` has, and only those
-    the schema declares.
+    (:func:`_needs_row_bound`) or where it is set (a plan bounded by
+    clipping alone still projects rows onto a given ``row_norm``, so a value
+    below the encoder's would shrink every row); ``classes``: the schema's;
+    ``groups``: the categories of the sensitive column. Only those ``est``
+    has, and only those the schema declares.
     """
     params = est.get_params(deep=False)
     out = {}
-    if "row_norm" in params and _needs_row_bound(params):
+    if "row_norm" in params and (
+        _needs_row_bound(params) or params["row_norm"] is not None
+    ):
         out["row_norm"] = encoder.row_norm_bound()
     if "classes" in params and schema.classes is not None:
         out["classes"] = list(schema.classes)
@@ -86,10 +90,12 @@ def make_private_pipeline(
     (``DPSaddlePointClassifier``), the categories of the schema's sensitive
     column; ``row_norm`` is the encoder's bound (the largest norm an
     encoded row can have) where the estimator's plan reads one (not for
-    Poisson batches, bounded by clipping alone) and the estimator follows
-    the encoder directly. A step in between changes the rows, so the
-    encoder's bound no longer holds: ``row_norm`` is then left as you set
-    it. Nothing is computed by hand or read from the data.
+    Poisson batches, bounded by clipping alone: they keep ``None``, and an
+    explicit value, which would project the rows, must agree with the
+    encoder's) and the estimator follows the encoder directly. A step in
+    between changes the rows, so the encoder's bound no longer holds:
+    ``row_norm`` is then left as you set it. Nothing is computed by hand or
+    read from the data.
 
     Parameters
     ----------

@@ -18,6 +18,9 @@ from ..utils._validation import MAGNITUDE_LIMIT
 
 __all__ = ["Categorical", "Numeric", "TableSchema", "as_column", "did_you_mean"]
 
+# Undeclared labels an error shows (they are values of the private data).
+_SHOWN_LABELS = 5
+
 
 def did_you_mean(name, names):
     """A hint naming the entries of ``names`` closest to ``name``, or ``""``.
@@ -303,12 +306,19 @@ class TableSchema:
                 f"y has {len(missing)} missing label(s) (first at row {missing[0]}): "
                 "drop or label those rows before fitting."
             )
-        unknown = sorted(set(labels.tolist()) - set(self.classes), key=repr)
+        unknown = set(labels.tolist()) - set(self.classes)
+        try:
+            unknown = sorted(unknown)
+        except TypeError:  # labels of mixed types
+            unknown = sorted(unknown, key=repr)
         if unknown:
             column = "" if self.target is None else f" of column {self.target!r}"
+            shown = unknown[:_SHOWN_LABELS]
+            more = len(unknown) - len(shown)
+            extra = f" and {more} more" if more else ""
             raise ValueError(
-                f"Labels {unknown!r}{column} are not among the declared classes "
-                f"{list(self.classes)!r}."
+                f"Labels {shown!r}{extra}{column} are not among the declared "
+                f"classes {list(self.classes)!r}."
             )
 
 
