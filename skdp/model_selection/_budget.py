@@ -1,5 +1,6 @@
 """The per-fit epsilon that keeps a whole search within a total budget."""
 
+import itertools
 import logging
 import math
 import numbers
@@ -28,7 +29,11 @@ _BRACKET_FACTOR = 4.0
 
 #: A per-fit epsilon below ``total_epsilon`` times this fraction adds too
 #: much noise to train anything: the budget is then reported as too small.
-_SMALLEST_FRACTION = 1e-4
+_SMALLEST_FRACTION = 1e-3
+
+#: Tries of a per-fit epsilon scaled by ``budget / total`` before the
+#: bracket steps down by ``_BRACKET_FACTOR``.
+_PROPORTIONAL_TRIES = 2
 
 #: Steps up from ``total_epsilon`` before the bracket gives up: a search
 #: whose total stays below the budget for every per-fit epsilon up to
@@ -118,39 +123,48 @@ def _search_total(estimator, grid, param, epsilon, search_kwargs):
     return search_privacy(candidate, grid, **search_kwargs)
 
 
+def _too_small(budget, floor, why):
+    """The error for a budget that even the smallest per-fit epsilon exceeds."""
+    return ValueError(
+        f"total_epsilon={budget:g} is too small for this search: with a per-fit "
+        f"epsilon of {floor:.3g}, {why}. "
+        "Raise the budget, or search fewer candidates or folds, or lower the "
+        "other DP steps' epsilon."
+    )
+
+
 def _bracket(total_at, budget):
     """``(lo, hi)`` with ``total_at(lo) <= budget < total_at(hi)``, or ``hi=None``.
 
-    Starts at ``budget``. Above the budget, it tries ``budget`` times
-    ``budget / total`` first: a total that grows at least linearly with the
-    per-fit epsilon is within the budget there. Otherwise it moves by
-    ``_BRACKET_FACTOR``; ``hi=None`` when the total stays within the budget
-    up to the last step up.
+    Starts at ``budget``. Above the budget, it first tries twice to scale
+    the per-fit epsilon by ``budget / total`` (a total that grows linearly
+    with it is then within the budget), then divides it by
+    ``_BRACKET_FACTOR``, down to ``_SMALLEST_FRACTION`` of the budget.
+    Below the budget, it multiplies it by ``_BRACKET_FACTOR``; ``hi=None``
+    when the total stays within the budget up to the last step up.
     """
-    x = budget
-    first = total_at(x)
-    if first <= budget:
+    x, total = budget, total_at(budget)
+    if total <= budget:
         for _ in range(_MAX_STEPS_UP):
             if total_at(x * _BRACKET_FACTOR) > budget:
                 return x, x * _BRACKET_FACTOR
             x *= _BRACKET_FACTOR
         return x, None
     floor = budget * _SMALLEST_FRACTION
-    guess = x * budget / first
-    if guess > floor and total_at(guess) <= budget:
-        return guess, x
-    if total_at(floor) > budget:
-        raise ValueError(
-            f"total_epsilon={budget:g} is too small for this search: even with "
-            f"a per-fit epsilon of {floor:.3g} its total is "
-            f"{total_at(floor):.3g}. Raise the budget, or search fewer "
-            "candidates, folds, or other DP steps' epsilon."
-        )
-    while True:
-        low = max(x / _BRACKET_FACTOR, floor)
-        if total_at(low) <= budget:
-            return low, x
-        x = low
+    for step in itertools.count():
+        hi = x
+        scaled = x * budget / total if step < _PROPORTIONAL_TRIES else 0.0
+        x = max(min(scaled, x / 1.01), x / _BRACKET_FACTOR, floor)
+        try:
+            total = total_at(x)
+        except ValueError as error:
+            # The first total, at the budget, was computed: what fails here is
+            # calibrating a fit to this small a per-fit epsilon.
+            raise _too_small(budget, x, str(error)) from error
+        if total <= budget:
+            return x, hi
+        if x == floor:
+            raise _too_small(budget, floor, f"its total is {total:.3g}")
 
 
 def epsilon_for_search(
@@ -226,7 +240,7 @@ def epsilon_for_search(
     ------
     ValueError
         If ``total_epsilon`` is not a finite number > 0; if it is too small
-        for the search (even a per-fit epsilon of ``1e-4 * total_epsilon``
+        for the search (even a per-fit epsilon of ``1e-3 * total_epsilon``
         exceeds it, e.g. because another DP step spends more); if the
         search's total does not grow with the per-fit epsilon; if
         ``epsilon_param`` is not an epsilon of the estimator or the grid
