@@ -44,6 +44,9 @@ _MAX_STEPS_UP = 12
 class SearchEpsilon(NamedTuple):
     """What :func:`epsilon_for_search` found.
 
+    A tuple, so ``epsilon, param, spent = epsilon_for_search(...)``
+    unpacks it.
+
     Attributes
     ----------
     epsilon : float
@@ -254,12 +257,13 @@ def epsilon_for_search(
 
     Examples
     --------
+    >>> from sklearn.model_selection import KFold
     >>> from skdp import DPLogisticRegression
     >>> from skdp.model_selection import epsilon_for_search
     >>> estimator = DPLogisticRegression(classes=[0, 1])
     >>> found = epsilon_for_search(
     ...     estimator, {"batch_size": [128, 256]}, total_epsilon=3.0,
-    ...     n_samples=2000, cv=3)
+    ...     n_samples=2000, cv=KFold(3))
     >>> found.param, bool(found.spent.epsilon <= 3.0)
     ('epsilon', True)
     """
