@@ -91,6 +91,17 @@ def test_within_the_budget_and_the_largest(make, grid, cv, budget):
     assert repr(estimator.get_params(deep=True)) == before
 
 
+@pytest.mark.filterwarnings("ignore::skdp.exceptions.WeakDeltaWarning")
+def test_a_per_fit_epsilon_above_the_budget():
+    # A large delta for the total: two fits at epsilon 1 spend less than 1.
+    estimator, kwargs = _logistic(), dict(cv=KFold(2), refit=False, delta=0.2)
+    assert _total(estimator, {}, "epsilon", 1.0, **kwargs) < 1.0
+    found = epsilon_for_search(estimator, total_epsilon=1.0, n_samples=N, **kwargs)
+    assert found.epsilon > 1.0 and found.spent.epsilon <= 1.0
+    above = found.epsilon * (1 + 2 * _RTOL)
+    assert _total(estimator, {}, "epsilon", above, **kwargs) > 1.0
+
+
 def test_agrees_with_a_brute_force_bisection():
     estimator, grid, budget = _logistic(), {"batch_size": [128, 256]}, 1.5
     found = epsilon_for_search(

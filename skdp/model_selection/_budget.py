@@ -296,8 +296,10 @@ def epsilon_for_search(
                 f"per-fit {param} up to {lo:.3g}: it does not grow with it, so no "
                 "largest one exists."
             )
+        # The ends by their own values: exp(log(lo)) need not be lo.
+        ends = {math.log(lo): lo, math.log(hi): hi}
         brentq(
-            lambda x: math.log(total_at(math.exp(x))) - math.log(budget),
+            lambda x: math.log(total_at(ends.get(x, math.exp(x)))) - math.log(budget),
             math.log(lo),
             math.log(hi),
             xtol=math.log1p(_RTOL),
