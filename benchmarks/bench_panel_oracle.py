@@ -31,7 +31,8 @@ All tables, seeds 0-2, epsilon 1, both relations::
     PYTHONPATH=. nice python benchmarks/bench_panel_oracle.py --seeds 3 \\
         --jobs 2 --out oracle.jsonl
 
-Summary (per-table table and the grouped table) of stored rows::
+Summary (per-table table and the grouped table) of stored rows, optionally
+of some tables and seeds only (``--tables``, ``--seed-list``)::
 
     PYTHONPATH=. python benchmarks/bench_panel_oracle.py --load oracle.jsonl \\
         --markdown
@@ -447,6 +448,13 @@ def main(argv=None):
 
     if args.load:
         rows = [json.loads(line) for p in args.load for line in open(p)]
+        if args.tables or args.seed_list is not None:
+            rows = [
+                r
+                for r in rows
+                if (not args.tables or r["table"] in args.tables)
+                and (args.seed_list is None or r["seed"] in args.seed_list)
+            ]
         summarise(rows, markdown=args.markdown)
         return rows
     tables = args.tables or list(TABLES)
