@@ -63,6 +63,7 @@ BENCHMARK_HEADINGS = (
     "Worst-group fairness",
     "Synthetic data",
     "Synthetic data on the panel",
+    "One-way tables against independent marginals (nineteenth session)",
     "Balls-and-bins batches",
     "Fewer balls-and-bins epochs",
     "Where the floor stops short",
