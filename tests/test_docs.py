@@ -52,6 +52,7 @@ BENCHMARK_HEADINGS = (
     "Accounting speed",
     "Accounting at scale",
     "Random allocation accounting",
+    "The direct-convolution cap",
     "DPLogisticRegression on the panel",
     "Defaults chosen on the panel",
     "The probability floor",

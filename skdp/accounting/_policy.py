@@ -92,7 +92,9 @@ class AccountingPolicy:
     # Largest sum lattice; past it the Rényi bound stands.
     sum_max_points: int = 1 << 20
     # Largest direct convolution (products); past it the Rényi bound stands.
-    max_direct: int = 1 << 35
+    # About a second: larger ones took minutes for bounds within 0.6% of
+    # these (docs/benchmarks.md, "The direct-convolution cap").
+    max_direct: int = 1 << 31
     # Replace-one chains (Poisson and random allocation): share of delta the
     # first hop (remove) is planned for ...
     chain_plan_share: float = 0.5
