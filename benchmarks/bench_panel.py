@@ -493,6 +493,25 @@ def markdown(rows, methods, out=print):
         out(line)
 
 
+def run_tables(run, tables, jobs, out, **task):
+    """``run(table, **task)`` on every table (``jobs`` processes), rows flattened.
+
+    The rows are appended to the JSON-lines file ``out`` when one is given.
+    """
+    if jobs == 1:
+        results = [run(t, **task) for t in tables]
+    else:
+        from joblib import Parallel, delayed
+
+        results = Parallel(n_jobs=jobs)(delayed(run)(t, **task) for t in tables)
+    rows = [r for table_rows in results for r in table_rows]
+    if out:
+        with open(out, "a") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tables", nargs="*", default=None, choices=TABLES)
@@ -539,19 +558,7 @@ def main(argv=None):
         baselines=not args.no_baselines,
     )
     t0 = time.perf_counter()
-    if args.jobs == 1:
-        results = [run_table(t, **task) for t in tables]
-    else:
-        from joblib import Parallel, delayed
-
-        results = Parallel(n_jobs=args.jobs)(
-            delayed(run_table)(t, **task) for t in tables
-        )
-    rows = [r for table_rows in results for r in table_rows]
-    if args.out:
-        with open(args.out, "a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    rows = run_tables(run_table, tables, args.jobs, args.out, **task)
     methods = (["sgd-tuned"] if task["baselines"] else []) + args.configs
     summarise(rows, methods)
     if args.markdown:

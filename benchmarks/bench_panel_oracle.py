@@ -54,6 +54,7 @@ from benchmarks.bench_panel import (  # noqa: E402
     _estimator,
     encode,
     run_table,
+    run_tables,
     scores,
 )
 from benchmarks.panel import TABLES, load_panel  # noqa: E402
@@ -467,19 +468,7 @@ def main(argv=None):
         noise_free=args.noise_free,
     )
     t0 = time.perf_counter()
-    if args.jobs == 1:
-        results = [run_oracle_table(t, **task) for t in tables]
-    else:
-        from joblib import Parallel, delayed
-
-        results = Parallel(n_jobs=args.jobs)(
-            delayed(run_oracle_table)(t, **task) for t in tables
-        )
-    rows = [r for table_rows in results for r in table_rows]
-    if args.out:
-        with open(args.out, "a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    rows = run_tables(run_oracle_table, tables, args.jobs, args.out, **task)
     summarise(rows, markdown=args.markdown)
     print(f"\n{time.perf_counter() - t0:.0f} s")
     return rows
