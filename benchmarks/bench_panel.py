@@ -493,6 +493,17 @@ def markdown(rows, methods, out=print):
         out(line)
 
 
+def tables_and_seeds(args):
+    """The tables to run, largest first (parallel workers finish together), and seeds.
+
+    ``args``: parsed ``--tables``, ``--seeds`` and ``--seed-list``.
+    """
+    tables = args.tables or list(TABLES)
+    seeds = args.seed_list if args.seed_list is not None else list(range(args.seeds))
+    tables.sort(key=lambda t: -len(load_panel([t])[0].frame))
+    return tables, seeds
+
+
 def run_tables(run, tables, jobs, out, **task):
     """``run(table, **task)`` on every table (``jobs`` processes), rows flattened.
 
@@ -546,10 +557,7 @@ def main(argv=None):
         if args.markdown:
             markdown(rows, methods)
         return rows
-    tables = args.tables or list(TABLES)
-    seeds = args.seed_list if args.seed_list is not None else list(range(args.seeds))
-    # Largest tables first, so the parallel workers finish together.
-    tables.sort(key=lambda t: -len(load_panel([t])[0].frame))
+    tables, seeds = tables_and_seeds(args)
     task = dict(
         seeds=seeds,
         epsilons=args.epsilons,

@@ -56,6 +56,7 @@ from benchmarks.bench_panel import (  # noqa: E402
     run_table,
     run_tables,
     scores,
+    tables_and_seeds,
 )
 from benchmarks.panel import TABLES, load_panel  # noqa: E402
 from skdp.exceptions import PrivacyLeakWarning  # noqa: E402
@@ -458,9 +459,7 @@ def main(argv=None):
             ]
         summarise(rows, markdown=args.markdown)
         return rows
-    tables = args.tables or list(TABLES)
-    seeds = args.seed_list if args.seed_list is not None else list(range(args.seeds))
-    tables.sort(key=lambda t: -len(load_panel([t])[0].frame))
+    tables, seeds = tables_and_seeds(args)
     task = dict(
         seeds=seeds,
         epsilon=args.epsilon,
