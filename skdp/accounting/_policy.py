@@ -91,9 +91,8 @@ class AccountingPolicy:
     sum_step_points: int = 1 << 18
     # Largest sum lattice; past it the Rényi bound stands.
     sum_max_points: int = 1 << 20
-    # Largest direct convolution (products); past it the Rényi bound stands.
-    # About a second: larger ones took minutes for bounds within 0.6% of
-    # these (docs/benchmarks.md, "The direct-convolution cap").
+    # Largest direct convolution (products), about a second of CPU; past it
+    # the Rényi bound stands (docs/benchmarks.md, "The direct-convolution cap").
     max_direct: int = 1 << 31
     # Replace-one chains (Poisson and random allocation): share of delta the
     # first hop (remove) is planned for ...
