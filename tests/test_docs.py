@@ -68,6 +68,7 @@ BENCHMARK_HEADINGS = (
     "Balls-and-bins batches",
     "Fewer balls-and-bins epochs",
     "Where the floor stops short",
+    "The floor's noise estimate",
     "Logistic regression on Dask",
     "Worst-group fairness on Dask",
 )

@@ -144,8 +144,9 @@ class SGDPolicy:
     #: The prior's counts and the path's derivatives share the floor's release evenly
     #: (docs/benchmarks.md, "The probability floor").
     prior_weight: float = 0.5
-    #: Shrinkage setting the floor search's start: stronger ones collapsed to the prior
-    #: (docs/benchmarks.md, "The probability floor").
+    #: Shrinkage setting the floor search's start: stronger ones collapsed to the prior,
+    #: and no better on the runs' measured noise
+    #: (docs/benchmarks.md, "The probability floor", "The floor's noise estimate").
     shrink_strength: float = 0.5
     #: Leave the start only when another point wins by this many noise deviations
     #: (docs/benchmarks.md, "The probability floor").
