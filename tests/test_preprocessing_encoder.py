@@ -86,6 +86,15 @@ def _missing(value):
 def test_row_norm_bound_holds_on_adversarial_rows(data, numeric, handle_unknown):
     schema, frame = data
     encoder = SchemaEncoder(schema, numeric=numeric, handle_unknown=handle_unknown)
+    numeric_specs = [s for s in schema.columns.values() if isinstance(s, Numeric)]
+    if (
+        numeric == "bins"
+        and numeric_specs
+        and all(s.bins is None for s in numeric_specs)
+    ):
+        with pytest.raises(ValueError, match="no numeric column declares bins"):
+            encoder.fit(frame)
+        return
     encoder.fit(frame)
     assert encoder.row_norm_ == pytest.approx(math.sqrt(len(schema.features)))
     assert encoder.row_norm_ == encoder.row_norm_bound()
@@ -168,6 +177,26 @@ def test_encoding_of_each_kind():
         "age_[60, 100)",
         "age_missing",
     ]
+
+
+def test_bins_asked_for_but_none_declared_is_refused():
+    """``numeric="bins"`` with no declared bins would scale every column."""
+    schema = TableSchema(
+        {"age": Numeric(0, 100), "hours": Numeric(0, 99), "sex": ["F", "M"]}
+    )
+    frame = pd.DataFrame({"age": [30], "hours": [40], "sex": ["F"]})
+    encoder = SchemaEncoder(schema, numeric="bins")
+    with pytest.raises(ValueError, match="no numeric column declares bins") as info:
+        encoder.fit(frame)
+    assert "'age', 'hours'" in str(info.value)
+    assert not hasattr(encoder, "schema_")
+    # One binned column is enough: the others are scaled, as documented.
+    mixed = TableSchema({"age": Numeric(0, 100, bins=4), "hours": Numeric(0, 99)})
+    out = SchemaEncoder(mixed, numeric="bins").fit_transform(frame[["age", "hours"]])
+    assert out.shape == (1, 5)
+    # A schema with no numeric column has nothing to bin.
+    only = TableSchema({"sex": ["F", "M"]})
+    SchemaEncoder(only, numeric="bins").fit(frame[["sex"]])
 
 
 def test_unknown_category_policies():

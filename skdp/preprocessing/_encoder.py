@@ -185,6 +185,24 @@ def _range_hint(spec):
     )
 
 
+def _check_some_bins(schema):
+    """Refuse ``numeric="bins"`` when no numeric feature declares bins.
+
+    Every numeric column would be scaled, not binned, which is not what
+    was asked for.
+    """
+    numeric = [n for n in schema.features if isinstance(schema.columns[n], Numeric)]
+    if numeric and all(schema.columns[n].bins is None for n in numeric):
+        shown = ", ".join(repr(n) for n in numeric[:5])
+        more = f" and {len(numeric) - 5} more" if len(numeric) > 5 else ""
+        raise ValueError(
+            f'numeric="bins", but no numeric column declares bins ({shown}{more}): '
+            "each would be scaled, not binned. Declare public bins on the columns "
+            "to bin, e.g. Numeric(0, 100, bins=10) (ten equal-width bins) or "
+            'bins=[0, 18, 65, 100] (edges), or use numeric="scale".'
+        )
+
+
 def _check_label_not_a_feature(schema, X, y):
     """Refuse a label that is one of the declared features of ``X``.
 
@@ -407,12 +425,15 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            A declared feature is absent from ``X``; two output columns
+            ``numeric="bins"`` and no numeric feature declares ``bins``; a
+            declared feature is absent from ``X``; two output columns
             would share a name (see :meth:`get_feature_names_out`), the
             message naming the columns that give it; or ``y`` is a declared
             feature of ``X`` (the label would be a feature).
         """
         schema = _as_schema(self.schema)
+        if self.numeric == "bins":
+            _check_some_bins(schema)
         _check_unique_names(self._outputs(schema))
         if X is not None:
             self._check_layout(schema, X)
