@@ -10,6 +10,7 @@ import warnings
 from ._demo import run_demo
 from ._solvers._sgd import AMPLIFIED, DEFAULT_POLICY, make_plan
 from .accounting import account, calibrate_noise_multiplier
+from .accounting._accountant import epsilon_text
 from .audit._cli import add_audit_parser
 from .linear_model._budget import split_budget
 from .synthetic._cli import add_synth_parser
@@ -256,7 +257,8 @@ def _add_remove_scope(args, count):
         )
     return (
         f"add-remove, as DPLogisticRegression reports it: a Gaussian count of "
-        f"the rows (noise std {count.std:.4g}; epsilon {count.spent.epsilon:.4g}, "
+        f"the rows (noise std {count.std:.4g}; "
+        f"epsilon {epsilon_text(count.spent.epsilon)}, "
         f"delta {count.spent.delta:.3g}), then the run planned from the released "
         "count, here --n; the two by basic composition"
     )
@@ -283,7 +285,7 @@ def _print_account(args, z, spent, count, notes, scope):
         }
         print(json.dumps(result))
         return 0
-    print(f"epsilon          {spent.epsilon:.6g}")
+    print(f"epsilon          {epsilon_text(spent.epsilon, 6)}")
     print(f"delta            {spent.delta:.3g}")
     print(f"noise multiplier {z:.6g}")
     print(f"accountant       {spent.accountant}")

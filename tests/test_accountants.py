@@ -8,6 +8,7 @@ import dataclasses
 import json
 import math
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,7 @@ from skdp.accounting import (
     compose_spent,
     event_rdp,
 )
-from skdp.accounting._accountant import ACCOUNTANTS, make_accountant
+from skdp.accounting._accountant import ACCOUNTANTS, epsilon_text, make_accountant
 from skdp.accounting._calibration import calibrate
 from skdp.accounting._gdp import gaussian_dp_epsilon
 from skdp.accounting._last_iterate import position_coefficients
@@ -303,11 +304,40 @@ def test_a_coarser_pld_slack_is_still_a_valid_looser_bound():
 # -- the report: unchanged value semantics, no import cycle behind at_delta --
 
 
+@pytest.mark.parametrize(
+    "epsilon, digits, text",
+    [
+        (1.99973, 4, "2"),
+        (2.00004, 4, "2.001"),
+        (0.99973, 4, "0.9998"),
+        (1.0, 4, "1"),
+        (0.1, 4, "0.1"),
+        (7.2929, 4, "7.293"),
+        (7.2929, 6, "7.2929"),
+        (1234.5678, 4, "1235"),
+        (3e-9, 4, "3e-09"),
+        (0.0, 4, "0"),
+        (math.inf, 4, "inf"),
+    ],
+)
+def test_epsilon_is_printed_rounded_up(epsilon, digits, text):
+    """A printed epsilon is never below the bound it prints."""
+    assert epsilon_text(epsilon, digits) == text
+    if math.isfinite(epsilon):
+        assert float(text) >= epsilon
+
+
+def test_privacy_spent_repr_never_rounds_epsilon_down():
+    spent = account(PoissonGaussianEvent(0.01, 1.1, count=1000), DELTA)
+    above = replace(spent, epsilon=2.00004)
+    assert "epsilon=2.001," in repr(above)
+
+
 def test_privacy_spent_prints_and_serialises_as_before():
     spent = account(PoissonGaussianEvent(0.01, 1.1, count=1000), DELTA)
     assert type(spent.neighbouring) is str
     assert repr(spent) == (
-        f"PrivacySpent(epsilon={spent.epsilon:.4g}, delta=1e-05, "
+        f"PrivacySpent(epsilon={epsilon_text(spent.epsilon)}, delta=1e-05, "
         f"bound='poisson-subsampled-gaussian (replace-one by weak triangle)', "
         f"neighbouring='replace-one', order={spent.order:g}, accountant='rdp')"
     )

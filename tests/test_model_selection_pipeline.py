@@ -23,6 +23,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skdp.accounting import compose_spent
+from skdp.accounting._accountant import epsilon_text
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.linear_model import DPLogisticRegression
 from skdp.model_selection import (
@@ -170,7 +171,7 @@ def test_private_grid_search_reports_the_whole_search():
     assert search.refit_privacy_spent_ is refit
     assert refit.epsilon <= 2.0 < search.privacy_spent_.epsilon
     text = repr(search)
-    assert "search's fits" in text and f"{expected.epsilon:.3g}" in text
+    assert "search's fits" in text and epsilon_text(expected.epsilon) in text
     assert "does not cover the validation scores" in text
     assert "refit alone" in text
     # KFold folds, not the StratifiedKFold of an integer cv in GridSearchCV.

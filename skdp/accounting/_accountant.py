@@ -24,6 +24,7 @@ another delta (:meth:`PrivacySpent.at_delta`) or composing it
 import abc
 import math
 from dataclasses import asdict, dataclass, field, replace
+from decimal import ROUND_CEILING, Decimal
 from typing import NamedTuple
 
 import numpy as np
@@ -45,8 +46,23 @@ __all__ = [
     "TightestAccountant",
     "compose_spent",
     "composed",
+    "epsilon_text",
     "make_accountant",
 ]
+
+
+def epsilon_text(epsilon, digits=4):
+    """``epsilon`` to ``digits`` significant digits, rounded up.
+
+    A printed bound must stay a bound: 1.99973 prints as 2 and 2.00004 as
+    2.001, never 2. The float's shortest decimal form (its ``repr``) is
+    rounded, in decimal, so 0.1 prints as 0.1.
+    """
+    if not math.isfinite(epsilon) or epsilon == 0:
+        return f"{epsilon:g}"
+    value = Decimal(repr(float(epsilon)))
+    step = Decimal(1).scaleb(value.adjusted() - digits + 1)
+    return f"{float(value.quantize(step, rounding=ROUND_CEILING)):.{digits}g}"
 
 
 @dataclass(frozen=True)
@@ -94,10 +110,11 @@ class PrivacySpent:
     events: tuple = field(default=(), repr=False, compare=False)
 
     def __repr__(self):
-        """The spend; the Rényi order only when the Rényi bound gave epsilon."""
+        """The spend, epsilon rounded up; the Rényi order if its bound won."""
         order = f"order={self.order:g}, " if self.accountant == "rdp" else ""
         return (
-            f"PrivacySpent(epsilon={self.epsilon:.4g}, delta={self.delta:.3g}, "
+            f"PrivacySpent(epsilon={epsilon_text(self.epsilon)}, "
+            f"delta={self.delta:.3g}, "
             f"bound={self.bound!r}, neighbouring={self.neighbouring!r}, "
             f"{order}accountant={self.accountant!r})"
         )

@@ -11,6 +11,7 @@ from sklearn.model_selection import GridSearchCV, ParameterSampler, RandomizedSe
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from ..accounting._accountant import epsilon_text
 from ..exceptions import PrivacyLeakWarning
 from ..pipeline import PrivatePipeline
 from ..pipeline._leaks import LEAK_WARNING_START
@@ -118,9 +119,11 @@ class _PrivateSearchMixin:
         if spent is None:
             return text
         refit = getattr(getattr(self, "best_estimator_", None), "privacy_spent_", None)
-        refit_text = "" if refit is None else f" (refit alone: {refit.epsilon:.3g})"
+        refit_text = (
+            "" if refit is None else f" (refit alone: {epsilon_text(refit.epsilon)})"
+        )
         return (
-            f"{text}\n# search's fits: epsilon={spent.epsilon:.3g}, "
+            f"{text}\n# search's fits: epsilon={epsilon_text(spent.epsilon)}, "
             f"delta={spent.delta:.3g}{refit_text}. {_SPEND_NOTE}."
         )
 

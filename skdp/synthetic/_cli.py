@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from ..accounting import account
+from ..accounting._accountant import epsilon_text
 from ..schema import Categorical, Numeric, as_column
 from ..schema._schema import did_you_mean
 from ..utils._argtypes import positive, probability
@@ -423,13 +424,14 @@ def _report(model, learned, share, n_rows):
         alone = account(inference, spent.delta, neighbouring=spent.neighbouring)
         print(
             f"skdp synth: learned numeric ranges {learned} with {share:g} "
-            f"of the budget (zCDP share; epsilon {alone.epsilon:.3g} on its own at "
+            f"of the budget (zCDP share; epsilon {epsilon_text(alone.epsilon)} "
+            "on its own at "
             "this delta, included in the epsilon below); values beyond a learned "
             "range are clipped into it",
             file=sys.stderr,
         )
     print(
-        f"skdp synth: {n_rows} rows, epsilon {spent.epsilon:.4g}, delta "
+        f"skdp synth: {n_rows} rows, epsilon {epsilon_text(spent.epsilon)}, delta "
         f"{spent.delta:.3g} ({spent.neighbouring})",
         file=sys.stderr,
     )

@@ -15,6 +15,7 @@ from .._solvers._aim import AIMPolicy
 from .._solvers._measure import CodesCounts, CountedTables
 from .._solvers._tree import TreePolicy
 from ..accounting import account
+from ..accounting._accountant import epsilon_text
 from ..exceptions import IndependentColumnsWarning, SpreadSpikeWarning
 from ..schema import TableSchema
 from ..schema._schema import did_you_mean
@@ -722,7 +723,8 @@ def _warn_independent(keys, selected, spent):
         return
     warnings.warn(
         f"No table of two or more columns was measured at epsilon "
-        f"{spent.epsilon:.3g}: the synthetic columns are sampled independently "
+        f"{epsilon_text(spent.epsilon)}: the synthetic columns are sampled "
+        "independently "
         "of each other, and every relation between them is lost. A larger "
         "epsilon, fewer columns or coarser numeric bins leave budget for pairs.",
         IndependentColumnsWarning,
