@@ -372,7 +372,11 @@ def test_a_bound_in_other_units_warns_naming_the_column():
         encoder.transform(frame)
     assert len(record) == 1
     message = str(record[0].message)
-    assert "'share': 98% beyond (0, 1)" in message and "'age'" not in message
+    assert "'share': 98% above (0, 1)" in message and "'age'" not in message
+    wide = pd.DataFrame({"x": np.linspace(-5.0, 15.0, 40)})
+    both = SchemaEncoder(TableSchema({"x": (0.0, 10.0)})).fit(wide)
+    with pytest.warns(ClippedValuesWarning, match=r"'x': 2\d% below and 2\d% above"):
+        both.transform(wide)
     assert record[0].filename == __file__
     with warnings.catch_warnings():
         warnings.simplefilter("error")

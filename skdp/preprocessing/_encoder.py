@@ -33,19 +33,22 @@ _OTHER_OUTPUT = (
 def _warn_clipped(clipped, schema):
     """One :class:`ClippedValuesWarning` for the columns clipped the most.
 
-    ``clipped``: column name -> share of its present values beyond its
-    declared bounds; the columns at or above ``CLIPPED_SHARE_WARNED`` are
-    named with their share and bounds.
+    ``clipped``: column name -> shares of its present values below and above
+    its declared bounds; the columns whose two shares add up to at least
+    ``CLIPPED_SHARE_WARNED`` are named with their shares, the side, and
+    bounds.
     """
     heavy = {
-        name: share for name, share in clipped.items() if share >= CLIPPED_SHARE_WARNED
+        name: shares
+        for name, shares in clipped.items()
+        if sum(shares) >= CLIPPED_SHARE_WARNED
     }
     if not heavy:
         return
     details = "; ".join(
-        f"{name!r}: {share:.0%} beyond "
+        f"{name!r}: {_sides(*shares)} "
         f"({schema.columns[name].low:g}, {schema.columns[name].high:g})"
-        for name, share in heavy.items()
+        for name, shares in heavy.items()
     )
     warnings.warn(
         f"Values clipped into their declared bounds: {details}. A bound that "
@@ -54,6 +57,16 @@ def _warn_clipped(clipped, schema):
         ClippedValuesWarning,
         stacklevel=user_stacklevel(),
     )
+
+
+def _sides(below, above):
+    """``"12% above"``, ``"3% below and 9% above"``: where values left the bounds."""
+    parts = [
+        f"{share:.0%} {side}"
+        for share, side in ((below, "below"), (above, "above"))
+        if share > 0
+    ]
+    return " and ".join(parts)
 
 
 def _is_frame(X):
@@ -533,8 +546,9 @@ class SchemaEncoder(TransformerMixin, BaseEstimator):
             low, high = float(spec.low), float(spec.high)
             present = values[~missing]
             if present.size:
-                beyond = np.count_nonzero((present < low) | (present > high))
-                clipped[name] = beyond / present.size
+                below = np.count_nonzero(present < low) / present.size
+                above = np.count_nonzero(present > high) / present.size
+                clipped[name] = (below, above)
                 spans[name] = span_share(present, low, high)
             values = np.clip(np.where(missing, low, values), low, high)
             if binned:
