@@ -122,9 +122,15 @@ def config(name):
     ``-js<strength>`` (of the public shrinkage that sets the search's start),
     ``-h<weight>`` (the prior's share of the release) and ``-m<margin>``
     (noise standard deviations another point must win by).
+
+    ``<config>:<field>=<value>[,<field>=<value>...]`` is ``<config>`` with
+    those fields of the tuning policy replaced (numbers), e.g.
+    ``defaults-plain:unbounded_quiet_clip=5``.
     """
     if name in CONFIGS:
         return CONFIGS[name]
+    if ":" in name:
+        return _with_policy_fields(name)
     parts = name.split("-")
     if parts[0] != "np":
         raise ValueError(f"unknown configuration {name!r}")
@@ -150,6 +156,20 @@ def config(name):
     cfg["policy"]["unbounded_travel"] = dataclasses.replace(
         DEFAULT_POLICY.travel, **travel
     )
+    return cfg
+
+
+def _with_policy_fields(name):
+    """``<config>:<field>=<value>,...``: a configuration with policy fields set."""
+    base, fields = name.split(":", 1)
+    cfg = dict(config(base))
+    policy = dict(cfg.get("policy", {}))
+    for item in fields.split(","):
+        field, value = item.split("=")
+        if field not in {f.name for f in dataclasses.fields(DEFAULT_POLICY)}:
+            raise ValueError(f"unknown policy field {field!r} in {name!r}")
+        policy[field] = float(value)
+    cfg["policy"] = policy
     return cfg
 
 

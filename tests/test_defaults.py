@@ -5,6 +5,7 @@ norms the user does not know (no silent projection onto a ball), and the
 predicted probabilities must not be worse than the class prior's.
 """
 
+import dataclasses
 import math
 import warnings
 
@@ -63,9 +64,37 @@ def test_default_clip_and_step_do_not_depend_on_the_row_scale():
         )
         for scale in (1.0, 100.0)
     ]
-    assert fits[0].max_grad_norm_ == fits[1].max_grad_norm_ == 1.0
+    assert fits[0].max_grad_norm_ == fits[1].max_grad_norm_ >= 1.0
     assert fits[0].learning_rate_ == fits[1].learning_rate_
     assert fits[0].privacy_spent_ == fits[1].privacy_spent_
+
+
+@pytest.mark.parametrize("epsilon, growth", [(0.05, 1.0), (1000.0, 2.5)])
+def test_quiet_noise_grows_the_unbounded_clip_not_the_spend(epsilon, growth):
+    """Without a row bound the clip grows once the noise is small; privacy does not.
+
+    At a large noise the clip is ``unbounded_clip``; at a small one it is
+    ``unbounded_quiet_clip`` times that, the step divided by the same (the
+    steps' travel unchanged), and the noise multiplier and the spend are
+    those of the run without the growth.
+    """
+    X, y = _radial_data(2000, 0)
+    flat = dataclasses.replace(DEFAULT_POLICY, unbounded_quiet_clip=1.0)
+    fixed_class = type(
+        "DPLogisticRegression", (DPLogisticRegression,), {"_policy": flat}
+    )
+    fits = [
+        cls(epsilon=epsilon, classes=[0, 1], random_state=0).fit(X, y)
+        for cls in (DPLogisticRegression, fixed_class)
+    ]
+    grown, fixed = fits
+    assert fixed.max_grad_norm_ == DEFAULT_POLICY.unbounded_clip
+    assert grown.max_grad_norm_ == pytest.approx(growth * fixed.max_grad_norm_)
+    assert grown.learning_rate_ * grown.max_grad_norm_ == pytest.approx(
+        fixed.learning_rate_ * fixed.max_grad_norm_
+    )
+    assert grown.noise_multiplier_ == fixed.noise_multiplier_
+    assert grown.privacy_spent_ == fixed.privacy_spent_
 
 
 def test_unbounded_poisson_plan_is_accounted_by_its_clip_norm():

@@ -69,6 +69,7 @@ BENCHMARK_HEADINGS = (
     "Fewer balls-and-bins epochs",
     "Where the floor stops short",
     "The floor's noise estimate",
+    "The clip without a row bound",
     "Logistic regression on Dask",
     "Worst-group fairness on Dask",
 )

@@ -110,6 +110,11 @@ class SGDPlan:
     clip_fraction : float or None
         The "auto" clip as a share of ``gradient_bound``; None: a given clip
         norm, or no row bound.
+    quiet_growth : float or None
+        Without a row bound, with the "auto" clip and step: the most the
+        schedule may multiply the clip by (and divide the step by) once the
+        calibrated noise is small (:func:`~skdp._solvers._sgd.schedule_run`);
+        None: a given clip or step, or bounded rows.
     centring_noise : float or None
         Noise std of the one release of the rows' centre
         (:func:`~skdp._solvers._sgd._centre.release_run_centre`) divided by the
@@ -140,6 +145,7 @@ class SGDPlan:
     lr_schedule: str = "constant"
     step_factor: float | None = None
     clip_fraction: float | None = None
+    quiet_growth: float | None = None
     centring_noise: float | None = None
     neighbouring: str = "replace-one"
 
@@ -164,6 +170,7 @@ class SGDPlan:
             self.lr_schedule,
             self.step_factor,
             self.clip_fraction,
+            self.quiet_growth,
             self.centring_noise,
             self.neighbouring,
         )
@@ -398,6 +405,9 @@ def make_plan(
             step_factor = min(step_factor, travel / n_steps)
         eta0 = step_factor / (smoothness + l2)
     clip, clip_fraction = _clip(clip_norm, unbounded, rules, gradient_bound, policy)
+    quiet_growth = None
+    if unbounded and rules is not None and clip_norm == learning_rate == "auto":
+        quiet_growth = policy.unbounded_quiet_clip
     if tail_fraction == "auto":
         tail_fraction = 0.0 if rules is None else rules.tail
     return SGDPlan(
@@ -421,6 +431,7 @@ def make_plan(
         lr_schedule=lr_schedule,
         step_factor=step_factor,
         clip_fraction=clip_fraction,
+        quiet_growth=quiet_growth,
         centring_noise=None if centring_noise is None else float(centring_noise),
         neighbouring=Neighbouring.parse(neighbouring).value,
     )

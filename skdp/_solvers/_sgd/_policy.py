@@ -128,6 +128,10 @@ class SGDPolicy:
     #: Clip norm without a row bound: independent of the scale of the rows
     #: (docs/benchmarks.md, "Defaults chosen on the panel").
     unbounded_clip: float = 1.0
+    #: Growth of that clip (step shrunk to match) once the noise is quiet, as bounded
+    #: rows' ``quiet_clip``: less clipping bias, level on the panel, 5 lower
+    #: (docs/benchmarks.md, "The clip without a row bound").
+    unbounded_quiet_clip: float = 2.5
     #: Step times clip norm without a row bound (the travel cap lowers it when small)
     #: (docs/benchmarks.md, "Defaults chosen on the panel").
     unbounded_step: float = 2.0

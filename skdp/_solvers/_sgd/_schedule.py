@@ -13,7 +13,13 @@ from .._tuning import log_linear
 from ._plan import SGDPlan, SGDSteps, step_sizes
 from ._policy import DEFAULT_POLICY
 
-__all__ = ["SGDSchedule", "auto_clip_fraction", "auto_step_boost", "schedule_run"]
+__all__ = [
+    "SGDSchedule",
+    "auto_clip_fraction",
+    "auto_step_boost",
+    "quiet_steps",
+    "schedule_run",
+]
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,8 @@ def schedule_run(plan, noise_multiplier, n_params, policy=DEFAULT_POLICY):
     :func:`auto_clip_fraction` of the gradient bound instead, at most the
     bound, so its events, which read neither the steps nor such a clip, are
     those calibrated; with an "auto" step too, the step shrinks by the
-    factor the clip grows and :func:`auto_step_boost` lengthens it. Every
+    factor the clip grows and :func:`auto_step_boost` lengthens it. Without
+    a row bound, "auto" clip and step follow :func:`quiet_steps`. Every
     other plan keeps its own steps.
 
     Parameters
@@ -56,6 +63,8 @@ def schedule_run(plan, noise_multiplier, n_params, policy=DEFAULT_POLICY):
     -------
     SGDSchedule
     """
+    if plan.follows_budget and plan.quiet_growth is not None:
+        return SGDSchedule(plan, quiet_steps(plan, noise_multiplier, n_params, policy))
     if not (plan.follows_budget and plan.clip_fraction is not None):
         return SGDSchedule(plan, plan.steps)
     batch = plan.expected_batch
@@ -73,6 +82,31 @@ def schedule_run(plan, noise_multiplier, n_params, policy=DEFAULT_POLICY):
             plan.lr_schedule,
         )
     return SGDSchedule(plan, SGDSteps(rates, clip_fraction * plan.gradient_bound))
+
+
+def quiet_steps(plan, noise_multiplier, n_params, policy=DEFAULT_POLICY):
+    """The "auto" clip and step of a run without a row bound, from its noise.
+
+    Clipping at a fixed norm biases the fit (most of all the probabilities
+    of a rare class, whose rows have the largest gradients) where the noise
+    no longer needs so small a clip. As :func:`auto_clip_fraction` raises a
+    bounded run's clip, the clip is multiplied by a growth that is 1 while
+    the relative noise ``z sqrt(p) / b`` is at least ``policy.clip_noise[0]``
+    and ``plan.quiet_growth`` once it is at most ``policy.clip_noise[1]``,
+    log-linear in between; the step is divided by it, so the travel of the
+    steps (step times clip) is unchanged. Public inputs only; the noise
+    multiplier, and so the events, stay as calibrated (the noise std is the
+    multiplier times the clip).
+
+    Returns
+    -------
+    SGDSteps
+    """
+    relative_noise = noise_multiplier * np.sqrt(n_params) / plan.expected_batch
+    growth = log_linear(relative_noise, *policy.clip_noise, 1.0, plan.quiet_growth)
+    rates = plan.learning_rates / growth
+    rates.setflags(write=False)
+    return SGDSteps(rates, plan.clip_norm * growth)
 
 
 def auto_clip_fraction(relative_noise, policy=DEFAULT_POLICY, noisy_clip=None):
