@@ -225,7 +225,9 @@ default="poisson"
         accuracy"). The rise to 25% is for
         ``solver="dp-sgd"`` only (DP-SGLD keeps 5%). Poisson without
         ``row_norm``: 1, whatever the scale of the rows (docs/benchmarks.md,
-        "Defaults chosen on the panel").
+        "Defaults chosen on the panel"), growing to 2.5 over the same range
+        of the calibrated noise, with an "auto" step shrunk to match
+        (docs/benchmarks.md, "The clip without a row bound").
     tail_fraction : float in [0, 1) or "auto", default="auto"
         Return the average of the iterates of this last fraction of the steps
         (0: the last iterate). Averaging forfeits the last-iterate bound, so
