@@ -129,7 +129,7 @@ class SGDPolicy:
     #: (docs/benchmarks.md, "Defaults chosen on the panel").
     unbounded_clip: float = 1.0
     #: Growth of that clip (step shrunk to match) once the noise is quiet, as bounded
-    #: rows' ``quiet_clip``: less clipping bias, level on the panel, 5 lower
+    #: rows' ``quiet_clip``: a fixed clip biases a rare class's probabilities
     #: (docs/benchmarks.md, "The clip without a row bound").
     unbounded_quiet_clip: float = 2.5
     #: Step times clip norm without a row bound (the travel cap lowers it when small)
