@@ -206,10 +206,8 @@ def _check_some_bins(schema):
     """
     numeric = [n for n in schema.features if isinstance(schema.columns[n], Numeric)]
     if numeric and all(schema.columns[n].bins is None for n in numeric):
-        shown = ", ".join(repr(n) for n in numeric[:5])
-        more = f" and {len(numeric) - 5} more" if len(numeric) > 5 else ""
         raise ValueError(
-            f'numeric="bins", but no numeric column declares bins ({shown}{more}): '
+            f'numeric="bins", but no numeric column declares bins ({_shown(numeric)}): '
             "each would be scaled, not binned. Declare public bins on the columns "
             "to bin, e.g. Numeric(0, 100, bins=10) (ten equal-width bins) or "
             'bins=[0, 18, 65, 100] (edges), or use numeric="scale".'
@@ -244,11 +242,16 @@ def _is_frame_like_series(y):
     return hasattr(y, "name") and hasattr(y, "to_numpy") and getattr(y, "ndim", 0) == 1
 
 
+def _shown(values):
+    """The first few of ``values``, for an error message."""
+    shown = list(values[:_SHOWN_VALUES])
+    more = len(values) - len(shown)
+    return f"{shown!r}" + (f" and {more} more" if more > 0 else "")
+
+
 def _shown_categories(spec):
     """The declared categories, the first few, for an error message."""
-    shown = list(spec.categories[:_SHOWN_VALUES])
-    more = len(spec.categories) - len(shown)
-    return f"{shown!r}" + (f" and {more} more" if more > 0 else "")
+    return _shown(spec.categories)
 
 
 def _type_hint(spec, values):
