@@ -18,7 +18,8 @@ resident memory (``ru_maxrss``).
 Methods: ``skdp`` (defaults: replace-one), ``skdp-ar`` (add/remove, delta
 1e-5: AIM's relation), ``skdp-32`` (the former default binning, 32
 equal-width bins as levels, replace-one), ``skdp-8`` (defaults but 8 public
-bins, the scoring bins that the incumbents get), ``independent`` (noisy
+bins, the scoring bins that the incumbents get), ``skdp-ar-8`` (add/remove
+on those 8 bins: like for like with ``aim-declared``), ``independent`` (noisy
 1-way marginals on the 8-bin scoring codes, Gaussian, replace-one,
 calibrated to the same target).
 SmartNoise's AIM and MST run in their own venv through
@@ -50,7 +51,7 @@ DELTA = 1e-5
 SPLIT_SEED = 0
 SCORE_BINS = 8
 LABEL = "label"
-METHODS = ("skdp", "skdp-ar", "skdp-32", "skdp-8", "independent")
+METHODS = ("skdp", "skdp-ar", "skdp-32", "skdp-8", "skdp-ar-8", "independent")
 
 
 def panel_tables(name, score_bins=SCORE_BINS):
@@ -140,10 +141,12 @@ def run_one(table, method, seed, epsilon=EPSILON, policy=None, scoring_bins=None
             synth, spent = independent_marginals(train, tables[b][3], epsilon, seed, b)
             by_grid[b] = scores(train, test, synth, tables[b][3], b)
     else:
-        options = {"neighbouring": "add-remove"} if method == "skdp-ar" else {}
+        options = {}
+        if method.startswith("skdp-ar"):
+            options["neighbouring"] = "add-remove"
         if method == "skdp-32":
             options["binning"] = "fixed"
-        if method == "skdp-8":
+        if method.endswith("-8"):
             options["bins"] = SCORE_BINS
         model = DPSyntheticData(
             epsilon=epsilon,
