@@ -92,6 +92,26 @@ def test_a_small_table_measures_one_way_hierarchies_with_half_the_budget():
     assert result.rho_used <= rho * (1 + 1e-12)
 
 
+def test_the_hierarchy_follows_the_add_remove_threshold_not_replace_ones():
+    """Under add/remove ``add_remove_tree_max_signal`` decides whether the
+    numeric columns are measured on their hierarchy; ``tree_max_signal``
+    (replace-one's) plays no part."""
+
+    def one_way_events(policy):
+        result, d, _ = _fit_after_count(400, 0.05, policy)
+        one_way = [e for e in result.events[1:] if isinstance(e, GaussianEvent)]
+        return sum(e.count for e in one_way[: len(one_way) - len(result.selected)]), d
+
+    on = dataclasses.replace(FAST, tree_max_signal=0.0, add_remove_tree_max_signal=None)
+    off = dataclasses.replace(
+        FAST, tree_max_signal=None, add_remove_tree_max_signal=0.0
+    )
+    measured_on, d = one_way_events(on)
+    measured_off, _ = one_way_events(off)
+    assert measured_on > d  # three numeric columns on several levels each
+    assert measured_off == d  # every column measured once
+
+
 def test_a_large_signal_keeps_the_first_rounds_noise_after_the_count():
     """Signal at or above ``add_remove_max_signal``: after the count, the
     1-way marginals take the first rounds' noise on every level."""

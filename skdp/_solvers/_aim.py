@@ -149,6 +149,8 @@ logger = logging.getLogger("skdp.synthetic")
 _EXPECTED_ABS = math.sqrt(2.0 / math.pi)
 #: Relative slack of the floating-point budget check.
 _BUDGET_RTOL = 1e-9
+#: :func:`plan_one_way`'s ``tree_max_signal`` when not given: the policy's.
+_FROM_POLICY = object()
 
 
 @dataclass(frozen=True)
@@ -234,9 +236,9 @@ class AIMPolicy:
     #: Add-remove only: at or above this signal the 1-way marginals take the
     #: first rounds' noise on every level, as without the rule: there the
     #: rounds' budget pays more than the 1-way marginals' (None: the rule's
-    #: split at any signal) (docs/benchmarks.md, "Synthetic data on the
-    #: panel").
-    add_remove_max_signal: float | None = 10.0
+    #: split at any signal); below the signals where the split lost, with
+    #: a margin (docs/benchmarks.md, "Like for like against AIM").
+    add_remove_max_signal: float | None = 12.0
     #: Under add-remove, where the split rule sets the budget, column ``j``'s
     #: share of the 1-way budget is proportional to its measured levels to
     #: this power, not equal: a column's expected L1 noise grows with its
@@ -279,6 +281,9 @@ class AIMPolicy:
     #: it the rounds read the finest grid, whose noise the hierarchy raises
     #: (docs/benchmarks.md, "Synthetic data on the panel").
     tree_max_signal: float | None = 10.0
+    #: The same under add-remove: the hierarchy wherever the split rule sets
+    #: the budget (docs/benchmarks.md, "Like for like against AIM").
+    add_remove_tree_max_signal: float | None = 12.0
     #: Each level of that hierarchy has this many times the bins of the one
     #: above it (docs/benchmarks.md, "Synthetic data on the panel").
     tree_branching: int = 2
@@ -478,6 +483,7 @@ def plan_one_way(
     levels_power=None,
     rare_levels=None,
     power_with_rounds_only=False,
+    tree_max_signal=_FROM_POLICY,
 ):
     """The split of the budget between 1-way marginals and rounds.
 
@@ -496,7 +502,7 @@ def plan_one_way(
     noise. A numeric column measured on its own levels is measured on the
     nested grids of :func:`._measure.bin_hierarchy` when
     ``policy.tree_coarsest`` is set and the signal is below
-    ``policy.tree_max_signal``. ``policy.min_signal`` ``None``: no rule
+    ``tree_max_signal``. ``policy.min_signal`` ``None``: no rule
     (the first rounds' noise, every level measured). ``signal_bounds``
     ``(low, high)`` replaces ``policy.min_signal`` by ``low``; at a signal of
     ``high`` or more (``None``: never) the plan is that of no rule, with the
@@ -532,6 +538,9 @@ def plan_one_way(
         Apply ``levels_power`` only where the rounds run (the 1-way share
         below 1); where the 1-way marginals take the whole budget, equal
         shares.
+    tree_max_signal : float or None, optional
+        The hierarchy only below this signal (``None``: at any signal);
+        not given: ``policy.tree_max_signal``.
 
     Returns
     -------
@@ -539,6 +548,8 @@ def plan_one_way(
     """
     if policy.min_signal is None:
         return OneWayPlan()
+    if tree_max_signal is _FROM_POLICY:
+        tree_max_signal = policy.tree_max_signal
     low, high = (policy.min_signal, None) if signal_bounds is None else signal_bounds
     d = len(sizes)
     positions = [None] * d if positions is None else list(positions)
@@ -563,7 +574,7 @@ def plan_one_way(
     )
     hierarchies = ()
     if policy.tree_coarsest is not None and (
-        policy.tree_max_signal is None or signal < policy.tree_max_signal
+        tree_max_signal is None or signal < tree_max_signal
     ):
         hierarchies = tuple(
             None
@@ -972,9 +983,11 @@ def fit_aim(
     candidates = _Candidates.of(n_columns, workload, sensitivity.l1)
     rows = _count_rows(counts, rho, neighbouring, sensitivity.l2, policy, rng)
     bounds, power = (policy.min_signal, None), policy.one_way_levels_power
+    tree_bound = policy.tree_max_signal
     if neighbouring == "add-remove":
         bounds = (policy.add_remove_min_signal, policy.add_remove_max_signal)
         power = policy.add_remove_one_way_power
+        tree_bound = policy.add_remove_tree_max_signal
     plan = OneWayPlan()
     if rows is not None:
         plan = plan_one_way(
@@ -988,6 +1001,7 @@ def fit_aim(
             power,
             rare_levels,
             neighbouring == "replace-one",
+            tree_bound,
         )
     budget = _Budget(
         rho - (0.0 if rows is None else rows.rho),
