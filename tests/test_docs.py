@@ -70,6 +70,7 @@ BENCHMARK_HEADINGS = (
     "Where the floor stops short",
     "The floor's noise estimate",
     "The clip without a row bound",
+    "Like for like against AIM",
     "Logistic regression on Dask",
     "Worst-group fairness on Dask",
 )

@@ -268,8 +268,9 @@ class DPSyntheticData(PrivateFitMixin, BaseEstimator):
     ``n`` is private: a Gaussian count of the rows (sensitivity 1) spends 1%
     of the budget first and the rule reads it instead of ``n``, with its own
     thresholds: below 0.5 the 1-way marginals take the rest of the budget,
-    from 0.5 to 10 half of it, and at 10 or more the first rounds' noise (as
-    without the rule) (docs/benchmarks.md, "Synthetic data on the panel").
+    from 0.5 to 12 half of it (numeric columns on their bin hierarchy), and
+    at 12 or more the first rounds' noise (as without the rule)
+    (docs/benchmarks.md, "Like for like against AIM").
     Then each round draws one candidate marginal by the exponential
     mechanism (bounded range, ``eps^2 / 8``-zCDP; score: its workload-weighted
     L1 error minus the noise's expected L1 norm, sensitivity
