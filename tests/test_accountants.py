@@ -268,6 +268,22 @@ def test_calibration_on_the_gdp_accountant_meets_its_target():
     assert spent.epsilon == gaussian_dp_epsilon(math.sqrt(3) / z, DELTA)
 
 
+@pytest.mark.parametrize("target", [1e-4, 1e-3, 3e-3])
+def test_a_tiny_epsilon_is_reached_by_the_order_grid_not_by_total_variation(target):
+    """Below about 0.01 at delta 1e-5 the conversion needs orders above
+    1024: with them the calibration meets the target, instead of falling
+    back on the total-variation bound (a spend of 0 bought with tens of
+    times the noise the target needs)."""
+    z, spent = calibrate_noise_multiplier(
+        lambda z: GaussianEvent(z, count=2), target, DELTA, accountant=RDPAccountant()
+    )
+    assert 0.99 * target <= spent.epsilon <= target
+    # The continuous optimum of the conversion, sqrt(rho) * 2 sqrt(log(1/delta))
+    # at rho = count / (2 z^2), is within a few per cent of it.
+    rho = 2 / (2 * z**2)
+    assert spent.epsilon <= 1.05 * 2 * math.sqrt(rho * math.log(1 / DELTA)) + rho
+
+
 def test_calibration_takes_policy_variants_as_an_argument():
     """A coarser bracket tolerance stops earlier, still below the target."""
 
