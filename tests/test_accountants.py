@@ -282,6 +282,8 @@ def test_a_tiny_epsilon_is_reached_by_the_order_grid_not_by_total_variation(targ
     # at rho = count / (2 z^2), is within a few per cent of it.
     rho = 2 / (2 * z**2)
     assert spent.epsilon <= 1.05 * 2 * math.sqrt(rho * math.log(1 / DELTA)) + rho
+    # A valid bound: at least the exact epsilon of the two Gaussians (sqrt(2) / z-GDP).
+    assert gaussian_dp_epsilon(math.sqrt(2) / z, DELTA) <= spent.epsilon
 
 
 def test_calibration_takes_policy_variants_as_an_argument():
